@@ -1,0 +1,99 @@
+/**
+ * One set of migrations for SQLite and PostgreSQL. Types are chosen to mean the same on
+ * both; only auto-numbered keys differ. Times are Unix milliseconds in bigint columns.
+ */
+import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+
+type Dialect = 'sqlite' | 'postgres';
+
+function serialKey(dialect: Dialect) {
+  return dialect === 'postgres' ? ('bigserial' as const) : ('integer' as const);
+}
+
+function initial(dialect: Dialect): Migration {
+  // Sort keys compare bytes on both engines, so pages line up the same way.
+  const sortText = dialect === 'postgres' ? sql`text collate "C"` : sql`text`;
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('folders')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('name_key', sortText, (c) => c.notNull())
+        .addColumn('visibility', 'text', (c) => c.notNull())
+        .addColumn('parent_id', 'text', (c) => c.references('folders.id'))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute();
+      // Names are unique among the sub-folders of one parent, the root included.
+      await sql`create unique index folders_parent_name on folders (coalesce(parent_id, ''), name)`.execute(db);
+      await db.schema.createIndex('folders_parent_name_key').on('folders').columns(['parent_id', 'name_key', 'id']).execute();
+      await db.schema.createIndex('folders_parent_created').on('folders').columns(['parent_id', 'created_at', 'id']).execute();
+
+      await db.schema
+        .createTable('files')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('name_key', sortText, (c) => c.notNull())
+        .addColumn('visibility', 'text', (c) => c.notNull())
+        .addColumn('size', 'bigint', (c) => c.notNull())
+        .addColumn('file_type', 'text', (c) => c.notNull())
+        .addColumn('content_type', 'text', (c) => c.notNull())
+        .addColumn('folder_id', 'text', (c) => c.references('folders.id'))
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('sha256', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addColumn('completed_at', 'bigint')
+        .addColumn('bucket', 'text', (c) => c.notNull())
+        .addColumn('blob_key', 'text', (c) => c.notNull())
+        .addColumn('upload_id', 'text')
+        .addColumn('upload_expires_at', 'bigint')
+        .execute();
+      for (const col of ['name_key', 'created_at', 'size']) {
+        await db.schema.createIndex(`files_folder_${col}`).on('files').columns(['folder_id', 'status', col, 'id']).execute();
+      }
+      await db.schema.createIndex('files_upload_expiry').on('files').columns(['status', 'upload_expires_at']).execute();
+
+      await db.schema
+        .createTable('parts')
+        .addColumn('file_id', 'text', (c) => c.notNull().references('files.id').onDelete('cascade'))
+        .addColumn('part_number', 'integer', (c) => c.notNull())
+        .addColumn('size', 'bigint', (c) => c.notNull())
+        .addColumn('etag', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('parts_pk', ['file_id', 'part_number'])
+        .execute();
+
+      await db.schema
+        .createTable('events')
+        .addColumn('seq', serialKey(dialect), (c) => (dialect === 'sqlite' ? c.primaryKey().autoIncrement() : c.primaryKey()))
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('file_id', 'text')
+        .addColumn('folder_id', 'text')
+        .addColumn('data', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+
+      await db.schema
+        .createTable('blob_trash')
+        .addColumn('id', serialKey(dialect), (c) => (dialect === 'sqlite' ? c.primaryKey().autoIncrement() : c.primaryKey()))
+        .addColumn('bucket', 'text', (c) => c.notNull())
+        .addColumn('blob_key', 'text', (c) => c.notNull())
+        .addColumn('upload_id', 'text')
+        .addColumn('object', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+    async down(db: Kysely<any>) {
+      for (const t of ['blob_trash', 'events', 'parts', 'files', 'folders']) await db.schema.dropTable(t).execute();
+    },
+  };
+}
+
+export class CofferMigrations implements MigrationProvider {
+  constructor(private readonly dialect: Dialect) {}
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return { '0001_initial': initial(this.dialect) };
+  }
+}

@@ -1,0 +1,28 @@
+import type { Generated } from 'kysely';
+import type { StoredFile, StoredFolder, StoredPart } from '../../core/ports.js';
+
+export interface EventsTable {
+  seq: Generated<number>;
+  type: string;
+  file_id: string | null;
+  folder_id: string | null;
+  data: string;
+  created_at: number;
+}
+
+export interface BlobTrashTable {
+  id: Generated<number>;
+  bucket: string;
+  blob_key: string;
+  upload_id: string | null;
+  object: number;
+  created_at: number;
+}
+
+export interface Database {
+  folders: StoredFolder;
+  files: StoredFile;
+  parts: StoredPart;
+  events: EventsTable;
+  blob_trash: BlobTrashTable;
+}

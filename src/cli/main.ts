@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+/** The `coffer` command: runs the service's processes. */
+import { Command, Option } from 'commander';
+import { resolve } from 'node:path';
+import { ConfigError, SETTINGS, flagName, loadConfig, type Config, type SettingName } from '../config/config.js';
+import { CREDENTIALS_FILE } from '../config/credentials.js';
+import { startOrigin } from '../origin/server.js';
+
+function addSettings(cmd: Command): Command {
+  for (const [name, help] of SETTINGS) {
+    cmd.addOption(new Option(`--${flagName(name)} <value>`, `${help} [${name}]`));
+    // The contract's literal reading of "a flag of the same name in kebab case".
+    cmd.addOption(new Option(`--${name.toLowerCase().replace(/_/g, '-')} <value>`).hideHelp());
+  }
+  return cmd;
+}
+
+function configFrom(options: Record<string, string | undefined>): Config {
+  const flags: Partial<Record<SettingName, string>> = {};
+  const camel = (s: string) => s.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+  for (const [name] of SETTINGS) {
+    const value = options[camel(flagName(name))] ?? options[camel(name.toLowerCase().replace(/_/g, '-'))];
+    if (value !== undefined) flags[name] = value;
+  }
+  return loadConfig(process.env, flags);
+}
+
+function announce(dataDir: string) {
+  return (generated: Partial<Record<'accessKey' | 'signingSecret', string>>) => {
+    const lines = [`Generated credentials, saved in ${resolve(dataDir, CREDENTIALS_FILE)} (mode 0600). They are shown only this once:`];
+    if (generated.accessKey) lines.push(`  COFFER_ACCESS_KEY=${generated.accessKey}`);
+    if (generated.signingSecret) lines.push(`  COFFER_SIGNING_SECRET=${generated.signingSecret}`);
+    process.stdout.write(lines.join('\n') + '\n');
+  };
+}
+
+/** Runs until SIGTERM or SIGINT, then closes gracefully; a second signal exits at once. */
+function untilSignal(close: () => Promise<void>): void {
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(130);
+    stopping = true;
+    process.stderr.write(`${signal} received: finishing in-flight requests\n`);
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    close().then(() => process.exit(0), (err) => {
+      process.stderr.write(`shutdown failed: ${(err as Error).message}\n`);
+      process.exit(1);
+    });
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+async function runOrigin(options: Record<string, string | undefined>): Promise<void> {
+  const config = configFrom(options);
+  const origin = await startOrigin(config, { announce: announce(config.dataDir) });
+  process.stdout.write(`origin listening on ${origin.url}\n`);
+  untilSignal(() => origin.close());
+}
+
+const program = new Command()
+  .name('coffer')
+  .description('Coffer: file storage and edge delivery.')
+  .showHelpAfterError('(run with --help for usage)');
+
+addSettings(program.command('serve').description('Run one origin (and its edge) with embedded storage: what `npm start` runs.'))
+  .addHelpText('after', '\nExample:\n  COFFER_DATA_DIR=./data coffer serve --port 8080\n')
+  .action(runOrigin);
+
+addSettings(program.command('origin').description('Run the origin: the programmatic interface and the edges\' feed.'))
+  .addHelpText('after', '\nExample:\n  COFFER_ACCESS_KEY=… COFFER_SIGNING_SECRET=… coffer origin --port 8080\n')
+  .action(runOrigin);
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  const message = err instanceof ConfigError ? err.message : (err as Error).message ?? String(err);
+  process.stderr.write(`coffer: ${message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,108 @@
+/**
+ * Configuration of contract §1: environment variables, each overridden by a flag of the
+ * same name in kebab case (`--data-dir` or `--coffer-data-dir` for COFFER_DATA_DIR).
+ */
+import { DEFAULT_MAX_FILE_SIZE } from '../core/upload.js';
+
+export interface Config {
+  host: string;
+  port: number;
+  edgePort: number;
+  baseUrl: string;
+  cdnUrl: string;
+  dataDir: string;
+  accessKey: string | undefined;
+  signingSecrets: string[];
+  databaseUrl: string | undefined;
+  blobStore: string | undefined;
+  edgeToken: string | undefined;
+  edgeCacheBytes: number | undefined;
+  edgeLeaseMs: number;
+  publicMaxAge: number | undefined;
+  uploadTtl: number;
+  maxFileSize: number;
+  /** Requests per second one client address may make to the programmatic interface. */
+  rateLimit: number;
+  logLevel: string;
+}
+
+export const SETTINGS = [
+  ['COFFER_HOST', 'address to bind (default 127.0.0.1)'],
+  ['COFFER_PORT', 'origin port; 0 picks a free one (default 8080)'],
+  ['COFFER_EDGE_PORT', 'edge port (default 8081)'],
+  ['COFFER_BASE_URL', 'public address of the origin'],
+  ['COFFER_CDN_URL', 'public address of the delivery network'],
+  ['COFFER_DATA_DIR', 'data directory (default ./data)'],
+  ['COFFER_ACCESS_KEY', 'Bearer key of the programmatic interface (generated on first start)'],
+  ['COFFER_SIGNING_SECRET', 'HMAC secret(s) for signed links, comma-separated (generated on first start)'],
+  ['COFFER_DATABASE_URL', 'postgres://… to keep metadata in PostgreSQL'],
+  ['COFFER_BLOB_STORE', 's3://bucket?endpoint=…&region=… to keep bytes in S3-compatible storage'],
+  ['COFFER_EDGE_TOKEN', "the edges' credential for the origin's feed"],
+  ['COFFER_EDGE_CACHE_BYTES', "an edge's cache bound"],
+  ['COFFER_EDGE_LEASE_MS', 'how long an edge serves from cache without hearing from the origin (default 5000)'],
+  ['COFFER_PUBLIC_MAX_AGE', 'seconds of browser caching for Public answers'],
+  ['COFFER_UPLOAD_TTL', 'seconds an open upload may stay open (default 86400)'],
+  ['COFFER_MAX_FILE_SIZE', 'largest declared size accepted at initiate (default 52428800000)'],
+  ['COFFER_RATE_LIMIT', 'requests per second per client address (default 1000)'],
+  ['COFFER_LOG_LEVEL', 'info, warn, error or debug (default info)'],
+] as const;
+
+export type SettingName = (typeof SETTINGS)[number][0];
+
+/** `COFFER_DATA_DIR` → `data-dir`. */
+export const flagName = (env: string): string => env.replace(/^COFFER_/, '').toLowerCase().replace(/_/g, '-');
+
+export class ConfigError extends Error {}
+
+function integer(name: string, raw: string | undefined, fallback: number, min = 0): number {
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, not "${raw}".`);
+  const value = Number(raw.trim());
+  if (!Number.isSafeInteger(value) || value < min) throw new ConfigError(`${name} must be a whole number of at least ${min}.`);
+  return value;
+}
+
+function optionalInteger(name: string, raw: string | undefined): number | undefined {
+  return raw === undefined || raw === '' ? undefined : integer(name, raw, 0);
+}
+
+function url(name: string, raw: string): string {
+  try {
+    const parsed = new URL(raw);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error();
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL, not "${raw}".`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+/** Merges the environment with flags (`values` keyed by variable name) into a config. */
+export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<SettingName, string>> = {}): Config {
+  const get = (name: SettingName): string | undefined => flags[name] ?? env[name] ?? undefined;
+  const host = get('COFFER_HOST') || '127.0.0.1';
+  const port = integer('COFFER_PORT', get('COFFER_PORT'), 8080);
+  const edgePort = integer('COFFER_EDGE_PORT', get('COFFER_EDGE_PORT'), 8081);
+  if (port > 65535 || edgePort > 65535) throw new ConfigError('Ports must be from 0 to 65535.');
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  const secrets = (get('COFFER_SIGNING_SECRET') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return {
+    host,
+    port,
+    edgePort,
+    baseUrl: url('COFFER_BASE_URL', get('COFFER_BASE_URL') || `http://${urlHost}:${port}`),
+    cdnUrl: url('COFFER_CDN_URL', get('COFFER_CDN_URL') || `http://${urlHost}:${edgePort}`),
+    dataDir: get('COFFER_DATA_DIR') || './data',
+    accessKey: get('COFFER_ACCESS_KEY') || undefined,
+    signingSecrets: secrets,
+    databaseUrl: get('COFFER_DATABASE_URL') || undefined,
+    blobStore: get('COFFER_BLOB_STORE') || undefined,
+    edgeToken: get('COFFER_EDGE_TOKEN') || undefined,
+    edgeCacheBytes: optionalInteger('COFFER_EDGE_CACHE_BYTES', get('COFFER_EDGE_CACHE_BYTES')),
+    edgeLeaseMs: integer('COFFER_EDGE_LEASE_MS', get('COFFER_EDGE_LEASE_MS'), 5000, 1),
+    publicMaxAge: optionalInteger('COFFER_PUBLIC_MAX_AGE', get('COFFER_PUBLIC_MAX_AGE')),
+    uploadTtl: integer('COFFER_UPLOAD_TTL', get('COFFER_UPLOAD_TTL'), 86_400, 1),
+    maxFileSize: integer('COFFER_MAX_FILE_SIZE', get('COFFER_MAX_FILE_SIZE'), DEFAULT_MAX_FILE_SIZE),
+    rateLimit: integer('COFFER_RATE_LIMIT', get('COFFER_RATE_LIMIT'), 1000, 1),
+    logLevel: get('COFFER_LOG_LEVEL') || 'info',
+  };
+}

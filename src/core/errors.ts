@@ -1,0 +1,64 @@
+/** The one error type of the service: every failure a client sees is one of these. */
+export type ErrorDetails = Record<string, unknown>;
+
+export class CofferError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly details: ErrorDetails;
+
+  constructor(status: number, code: string, message: string, details: ErrorDetails = {}) {
+    super(message);
+    this.name = 'CofferError';
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+
+  toBody(): ErrorBody {
+    return { error: { code: this.code, message: this.message, details: this.details } };
+  }
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string; details: ErrorDetails };
+}
+
+export const isCofferError = (e: unknown): e is CofferError => e instanceof CofferError;
+
+/** Named factories, so every place that fails the same way says it the same way. */
+export const errors = {
+  invalidRequest: (message: string, field?: string, extra: ErrorDetails = {}) =>
+    new CofferError(400, 'invalid_request', message, field ? { field, ...extra } : extra),
+  invalidField: (code: string, field: string, message: string, extra: ErrorDetails = {}) =>
+    new CofferError(400, code, message, { field, ...extra }),
+  unauthorized: (message = 'Send the access key as "Authorization: Bearer <ACCESS_KEY>".') =>
+    new CofferError(401, 'unauthorized', message),
+  fileNotFound: (fileId: string) =>
+    new CofferError(404, 'file_not_found', `No file has the id "${fileId}".`, { file_id: fileId }),
+  folderNotFound: (folderId: string, field = 'folder_id') =>
+    new CofferError(404, 'folder_not_found', `No folder has the id "${folderId}".`, { field, folder_id: folderId }),
+  uploadNotFound: (message = 'These upload values match no open upload: start a new upload with /collections/upload/file.') =>
+    new CofferError(404, 'upload_not_found', message),
+  notFound: (message = 'No such resource.') => new CofferError(404, 'not_found', message),
+  missingParts: (missing: number[]) =>
+    new CofferError(409, 'missing_parts', `The upload is missing ${missing.length} part(s); send them, then complete again.`, { missing }),
+  uploadCompleted: () =>
+    new CofferError(409, 'upload_completed', 'This upload is already complete; its parts can no longer change.'),
+  uploadNotComplete: (fileId: string) =>
+    new CofferError(409, 'upload_not_complete', 'The file is still uploading; complete the upload first.', { file_id: fileId }),
+  folderNotEmpty: (folderId: string, files: number, folders: number) =>
+    new CofferError(409, 'folder_not_empty', 'The folder is not empty; delete its contents first or pass "recursive": true.', { folder_id: folderId, files, folders }),
+  folderExists: (name: string, existingId: string) =>
+    new CofferError(409, 'folder_exists', `A folder named "${name}" already exists here.`, { name, folder_id: existingId }),
+  cycle: () => new CofferError(409, 'cycle', 'A folder cannot be moved into itself or into one of its own sub-folders.', { field: 'parent_id' }),
+  payloadTooLarge: (limit: number) =>
+    new CofferError(413, 'payload_too_large', `The request body is over the limit of ${limit} bytes.`, { limit }),
+  fileTooLarge: (limit: number) =>
+    new CofferError(413, 'file_too_large', `The declared size is over the limit of ${limit} bytes.`, { field: 'size', limit }),
+  unsupportedMediaType: () =>
+    new CofferError(415, 'unsupported_media_type', 'Send the body as JSON with "Content-Type: application/json".'),
+  rateLimited: (retryAfter: number) =>
+    new CofferError(429, 'rate_limited', `Too many requests; try again in ${retryAfter} second(s).`, { retry_after: retryAfter }),
+  unavailable: (message: string) => new CofferError(503, 'unavailable', message),
+  internal: () => new CofferError(500, 'internal_error', 'The service failed to handle this request; it was logged. Try again.'),
+};

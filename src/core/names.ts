@@ -1,0 +1,20 @@
+import { errors } from './errors.js';
+
+const MAX_NAME_BYTES = 255;
+// C0 controls and DEL are never part of a name; neither is "/".
+const FORBIDDEN = /[\u0000-\u001f\u007f/]/;
+
+/** Returns the trimmed name, or throws `invalid_name` saying which rule it broke. */
+export function validateName(raw: string, field = 'name'): string {
+  const name = raw.trim();
+  const fail = (why: string) => errors.invalidField('invalid_name', field, `The name ${why}.`);
+  if (name.length === 0) throw fail('is empty');
+  if (new TextEncoder().encode(name).length > MAX_NAME_BYTES) throw fail(`is longer than ${MAX_NAME_BYTES} bytes of UTF-8`);
+  if (FORBIDDEN.test(name)) throw fail('contains "/" or a control character');
+  if (name === '.' || name === '..') throw fail('cannot be "." or ".."');
+  if (/[\ud800-\udfff]/.test(name.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))) throw fail('is not valid Unicode');
+  return name;
+}
+
+/** The key that name sorting and search compare: case-folded, the same on every database. */
+export const nameKey = (name: string): string => name.normalize('NFC').toLowerCase();

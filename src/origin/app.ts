@@ -1,0 +1,195 @@
+/**
+ * The origin's HTTP face: the programmatic interface of contract §2–§6, its OpenAPI
+ * document and reference page. Transport only; every rule lives in the service.
+ */
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { randomBytes } from 'node:crypto';
+import { CofferError, errors, isCofferError } from '../core/errors.js';
+import { ErrorBody, UploadPartRequest, UploadPartResponse } from '../core/api.js';
+import type { PartWriter } from '../core/ports.js';
+import type { CofferService } from '../service/service.js';
+import { bearerChecker } from './auth.js';
+import { readChunkBody } from './chunk-body.js';
+import { RateLimiter } from './rate-limit.js';
+import type { Endpoint } from './routes/endpoint.js';
+import * as uploadRoutes from './routes/upload.js';
+import * as folderRoutes from './routes/folders.js';
+import * as fileRoutes from './routes/files.js';
+
+export const JSON_BODY_LIMIT = 64 * 1024;
+export const CHUNK_BODY_LIMIT = 8 * 1024 * 1024;
+
+export interface OriginAppOptions {
+  service: CofferService;
+  accessKey: string;
+  baseUrl: string;
+  rateLimit: number;
+  logLevel?: string;
+  /** A pino destination for tests; standard output by default. */
+  logStream?: NodeJS.WritableStream;
+}
+
+const ENDPOINTS: Endpoint[] = [
+  uploadRoutes.initiateUpload, uploadRoutes.completeUpload, uploadRoutes.uploadStatus, uploadRoutes.abortUpload,
+  folderRoutes.createFolder, folderRoutes.getFolder, folderRoutes.updateFolder, folderRoutes.deleteFolder,
+  folderRoutes.list, folderRoutes.search,
+  fileRoutes.getFile, fileRoutes.updateFile, fileRoutes.deleteFile, fileRoutes.downloadFile, fileRoutes.createLink,
+];
+
+const ERROR_RESPONSES = Object.fromEntries(
+  [[400, 'The body is malformed or a field is wrong'], [401, 'No key, a malformed header, or an unknown key'], [404, 'No such id'],
+    [409, 'The request conflicts with the current state'], [413, 'A body or a declared size over the limits'],
+    [415, 'A body that is not JSON'], [429, 'Too many requests; Retry-After is set']]
+    .map(([status, description]) => [status, { ...ErrorBody, description }]),
+);
+
+/** The field an AJV error is about, for details.field. */
+function fieldOf(err: { instancePath?: string; params?: Record<string, unknown> }): string | undefined {
+  const p = err.params ?? {};
+  if (typeof p.missingProperty === 'string') return p.missingProperty;
+  if (typeof p.additionalProperty === 'string') return p.additionalProperty;
+  const path = (err.instancePath ?? '').replace(/^\//, '');
+  return path === '' ? undefined : path.split('/')[0];
+}
+
+function toCofferError(error: FastifyError): CofferError {
+  if (isCofferError(error)) return error;
+  if (error.validation && error.validation.length > 0) {
+    const first = error.validation[0]!;
+    const field = fieldOf(first as any);
+    const p = (first as any).params ?? {};
+    let message: string;
+    if (typeof p.missingProperty === 'string') message = `"${p.missingProperty}" is required.`;
+    else if (typeof p.additionalProperty === 'string') message = `"${p.additionalProperty}" is not a field of this request.`;
+    else if (field) message = `"${field}" ${first.message ?? 'is not valid'}.`;
+    else message = `The body ${first.message ?? 'is not valid'}.`;
+    return errors.invalidRequest(message, field);
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return errors.payloadTooLarge(JSON_BODY_LIMIT);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? errors.unsupportedMediaType() : errors.invalidRequest('The Content-Length does not match the body.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return errors.invalidRequest('The body is empty; send a JSON object.');
+  }
+  if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return errors.invalidRequest('The body is not valid JSON.');
+  if (error.statusCode === 400) return errors.invalidRequest('The request is malformed.');
+  if (error.statusCode === 413) return errors.payloadTooLarge(JSON_BODY_LIMIT);
+  if (error.statusCode === 415) return errors.unsupportedMediaType();
+  return errors.internal();
+}
+
+function sendError(reply: FastifyReply, err: CofferError): FastifyReply {
+  if (err.status === 429) reply.header('Retry-After', String(err.details.retry_after ?? 1));
+  return reply.code(err.status).type('application/json; charset=utf-8').send(err.toBody());
+}
+
+const partWriters = new WeakMap<FastifyRequest, PartWriter>();
+
+export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: {
+      level: opts.logLevel ?? 'info',
+      // Credentials never reach a log line, whatever a future log call includes.
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'headers.cookie', 'body'], censor: '[redacted]' },
+      ...(opts.logStream ? { stream: opts.logStream } : {}),
+    } as any,
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
+    bodyLimit: JSON_BODY_LIMIT,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(given) ? given : randomBytes(8).toString('hex');
+    },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+
+  const checkKey = bearerChecker(opts.accessKey);
+  const limiter = new RateLimiter(opts.rateLimit);
+  app.addHook('onClose', async () => limiter.close());
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+    if (!request.url.startsWith('/collections/')) return;
+    const wait = limiter.take(request.ip);
+    if (wait > 0) throw errors.rateLimited(wait);
+    checkKey(request.headers.authorization);
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info({ method: request.method, url: request.url, status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
+    const writer = partWriters.get(request);
+    if (writer) await writer.discard().catch(() => {});
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const err = toCofferError(error);
+    if (err.status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendError(reply, err);
+  });
+
+  app.setNotFoundHandler((request, reply) => sendError(reply, errors.notFound(`Nothing is at ${request.method} ${request.url.split('?')[0]}.`)));
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Coffer',
+        version: '1.0.0',
+        description: 'File storage and edge delivery. Every call is POST with a JSON body and "Authorization: Bearer <ACCESS_KEY>". Failures answer {"error": {"code", "message", "details"}}.',
+      },
+      servers: [{ url: opts.baseUrl }],
+      components: { securitySchemes: { accessKey: { type: 'http', scheme: 'bearer', description: 'The access key.' } } },
+      security: [{ accessKey: [] }],
+    },
+  });
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { docExpansion: 'list', defaultModelsExpandDepth: 0 } });
+
+  const service = opts.service;
+  for (const e of ENDPOINTS) {
+    app.post(e.path, {
+      schema: { summary: e.summary, description: e.description, tags: [e.tag], body: e.body, response: { 200: e.response, ...ERROR_RESPONSES } },
+      handler: async (request) => e.handle(service, request.body as never),
+    });
+  }
+
+  // The chunk endpoint reads its body as a stream; it lives in a context of its own parser.
+  await app.register(async (scope) => {
+    scope.removeContentTypeParser('application/json');
+    scope.addContentTypeParser('application/json', async (request: FastifyRequest, payload: NodeJS.ReadableStream) => {
+      const length = request.headers['content-length'];
+      const body = await readChunkBody(payload as AsyncIterable<Buffer>, () => service.blobs.openPart(), CHUNK_BODY_LIMIT, length === undefined ? undefined : Number(length));
+      if (body.writer) partWriters.set(request, body.writer);
+      if (body.invalidBase64) (request as any)[INVALID_BASE64] = true;
+      return body.fields;
+    });
+    scope.post('/collections/upload/file-progress', {
+      bodyLimit: CHUNK_BODY_LIMIT,
+      schema: {
+        summary: 'Upload one chunk',
+        description: 'One part of an upload, base64 in "body". Every part but the last decodes to exactly chunk_size bytes. Parts may arrive in any order and in parallel; sending a part again replaces it. The body may be up to 8 MiB.',
+        tags: ['Upload'],
+        body: UploadPartRequest,
+        response: { 200: UploadPartResponse, ...ERROR_RESPONSES },
+      },
+      handler: async (request) => {
+        const fields = request.body as { bucket: string; key: string; uploadId: string; fileId: string; partNumber: number };
+        const writer = partWriters.get(request);
+        if (!writer) throw errors.invalidRequest('"body" must be a string.', 'body');
+        return service.uploadPart({ ...fields, writer, invalidBase64: Boolean((request as any)[INVALID_BASE64]) });
+      },
+    });
+  });
+
+  return app;
+}
+
+const INVALID_BASE64 = Symbol('invalidBase64');

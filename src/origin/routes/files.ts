@@ -1,0 +1,51 @@
+import * as api from '../../core/api.js';
+import { endpoint } from './endpoint.js';
+
+export const getFile = endpoint({
+  path: '/collections/file/get',
+  tag: 'Files',
+  summary: 'Read a file record',
+  body: api.FileIdRequest,
+  response: api.FileRecord,
+  handle: (s, body) => s.getFile(body.file_id),
+});
+
+export const updateFile = endpoint({
+  path: '/collections/file/update',
+  tag: 'Files',
+  summary: 'Rename, move or switch the visibility of a file',
+  description: 'Takes effect at every edge before it answers; the delivery URL and issued links keep working.',
+  body: api.UpdateFileRequest,
+  response: api.FileRecord,
+  handle: (s, body) => s.updateFile(body),
+});
+
+export const deleteFile = endpoint({
+  path: '/collections/file/delete',
+  tag: 'Files',
+  summary: 'Delete a file',
+  description: 'Removes the file from storage and from every edge before it answers.',
+  body: api.FileIdRequest,
+  response: api.DeleteFileResponse,
+  handle: (s, body) => s.deleteFile(body.file_id),
+});
+
+export const downloadFile = endpoint({
+  path: '/collections/file/download',
+  tag: 'Files',
+  summary: 'Get a download link',
+  description: 'A link that makes a browser save the file under its name; signed (expires_at set) when the file is effectively Private.',
+  body: api.DownloadRequest,
+  response: api.DownloadResponse,
+  handle: (s, body) => s.downloadLink(body),
+});
+
+export const createLink = endpoint({
+  path: '/collections/create-link',
+  tag: 'Links',
+  summary: 'Create a signed link',
+  description: 'A time-limited link under the delivery address, signed with X-Expires and X-Sig (contract §6). file_type must be the file\'s own.',
+  body: api.CreateLinkRequest,
+  response: api.CreateLinkResponse,
+  handle: (s, body) => s.createLink(body),
+});

@@ -1,0 +1,78 @@
+/** Starts an origin: stores, credentials, the HTTP app and the upload sweeper. */
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../config/config.js';
+import { resolveCredentials, type Credentials } from '../config/credentials.js';
+import { openBlobStore, openMetadataStore } from '../adapters/open.js';
+import { CofferService } from '../service/service.js';
+import { buildOriginApp } from './app.js';
+
+export interface RunningOrigin {
+  url: string;
+  port: number;
+  app: FastifyInstance;
+  service: CofferService;
+  credentials: Credentials;
+  close(): Promise<void>;
+}
+
+export interface StartOriginOptions {
+  /** Told once, when credentials were generated. */
+  announce?: (generated: Partial<Record<'accessKey' | 'signingSecret', string>>) => void;
+  logStream?: NodeJS.WritableStream;
+}
+
+/** Sweeps often enough that an upload never outlives its time by much. */
+export const sweepInterval = (ttlSeconds: number): number => Math.min(60_000, Math.max(250, (ttlSeconds * 1000) / 4));
+
+export async function startOrigin(config: Config, opts: StartOriginOptions = {}): Promise<RunningOrigin> {
+  const credentials = await resolveCredentials(config.dataDir, config, opts.announce ?? (() => {}));
+  const meta = await openMetadataStore(config.dataDir, config.databaseUrl);
+  const blobs = await openBlobStore(config.dataDir, config.blobStore);
+  const service = new CofferService(meta, blobs, {
+    cdnUrl: config.cdnUrl,
+    signingSecrets: credentials.signingSecrets,
+    uploadTtlSeconds: config.uploadTtl,
+    maxFileSize: config.maxFileSize,
+  });
+  const app = await buildOriginApp({
+    service, accessKey: credentials.accessKey, baseUrl: config.baseUrl, rateLimit: config.rateLimit, logLevel: config.logLevel,
+    ...(opts.logStream ? { logStream: opts.logStream } : {}),
+  });
+
+  const sweep = async () => {
+    try {
+      await service.expireUploads();
+      await service.emptyTrash();
+    } catch (err) {
+      app.log.error({ err }, 'sweeping stale uploads failed');
+    }
+  };
+  await sweep();
+  const timer = setInterval(sweep, sweepInterval(config.uploadTtl));
+  timer.unref();
+
+  await app.listen({ host: config.host, port: config.port });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    app,
+    service,
+    credentials,
+    close() {
+      closing ??= (async () => {
+        clearInterval(timer);
+        // In-flight requests finish; then nothing is left writing.
+        await app.close();
+        await service.emptyTrash().catch(() => {});
+        await blobs.close();
+        await meta.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -55,6 +55,8 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  // With port 0 the default base URL is known only now.
+  if (config.baseUrl.endsWith(':0')) config.baseUrl = `http://${host}:${port}`;
 
   let closing: Promise<void> | null = null;
   return {

@@ -200,6 +200,12 @@ export class KyselyMetadataStore implements MetadataStore {
     return query.orderBy(col, q.order).orderBy('id', q.order).limit(q.limit);
   }
 
+  /** The SQL and parameters of one page exactly as listFolders/listFiles run it (for query-plan checks). */
+  compilePage(table: 'files' | 'folders', q: PageQuery): { sql: string; parameters: readonly unknown[] } {
+    const col = table === 'folders' ? (q.sort === 'created_at' ? 'created_at' : 'name_key') : q.sort === 'name' ? 'name_key' : q.sort;
+    return this.page(table, q, col).compile();
+  }
+
   async listFolders(q: PageQuery): Promise<StoredFolder[]> {
     const col = q.sort === 'created_at' ? 'created_at' : 'name_key';
     const rows = await this.page('folders', q, col).execute();

@@ -115,7 +115,11 @@ export interface MetadataTx {
 export interface MetadataStore {
   readonly dialect: 'sqlite' | 'postgres';
   migrate(): Promise<void>;
-  transaction<T>(fn: (tx: MetadataTx) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in one transaction. `durable: false` lets an engine skip the flush at commit
+   * where losing the change to a power cut is harmless (a part can be sent again).
+   */
+  transaction<T>(fn: (tx: MetadataTx) => Promise<T>, opts?: { durable?: boolean }): Promise<T>;
   /** Reads outside a transaction use the same operations. */
   read: MetadataTx;
   listFolders(q: PageQuery): Promise<StoredFolder[]>;
@@ -130,6 +134,7 @@ export interface MetadataStore {
 
 /** A part being received: bytes are written as they arrive, and land only on commit. */
 export interface PartWriter {
+  /** Writes the bytes; the caller may reuse `chunk` once the promise resolves. */
   write(chunk: Buffer): Promise<void>;
   readonly bytesWritten: number;
   /** Discards what was written; safe to call more than once. */

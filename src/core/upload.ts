@@ -20,7 +20,8 @@ export function checkPartNumber(partNumber: number, count: number): void {
 }
 
 export function checkDeclaredSize(size: number, maxFileSize: number): void {
-  if (!Number.isSafeInteger(size) || size < 0) {
+  // An integer past 2^53 is still a whole number, just over any limit: 413 below, not 400.
+  if (!Number.isInteger(size) || size < 0) {
     throw errors.invalidField('invalid_size', 'size', '"size" must be a whole number of bytes, 0 or more.');
   }
   if (size > maxFileSize) throw errors.fileTooLarge(maxFileSize);

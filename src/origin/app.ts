@@ -107,7 +107,13 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // A URL the router cannot decode gets the contract's error body too, not Fastify's own.
+    frameworkErrors: (error, _request, reply) => {
+      sendError(reply, toCofferError(error));
+    },
   });
+  // Only JSON is a body here: without this, text/plain would be parsed and answered 400, not 415.
+  app.removeContentTypeParser('text/plain');
 
   const checkKey = bearerChecker(opts.accessKey);
   const limiter = new RateLimiter(opts.rateLimit);

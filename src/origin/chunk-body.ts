@@ -10,6 +10,7 @@ import type { PartWriter } from '../core/ports.js';
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const BASE64_CHAR = /^[A-Za-z0-9+/=_-]$/;
+const SLASH = Buffer.from('/');
 
 export interface ChunkBody {
   /** The request with `body` as "". */
@@ -19,67 +20,115 @@ export interface ChunkBody {
   invalidBase64: boolean;
 }
 
-/** Decodes base64 text fed in pieces of any length, checking every character. */
+const EQUALS = 0x3d;
+const BATCH_BYTES = 1 << 20;
+
+/** Spare output buffers: a decoded chunk is written from these instead of fresh allocations. */
+const sparePool: Buffer[] = [];
+const takeBatch = (): Buffer => sparePool.pop() ?? Buffer.allocUnsafe(BATCH_BYTES);
+const returnBatch = (b: Buffer): void => {
+  if (sparePool.length < 16) sparePool.push(b);
+};
+
+function hasControlChar(buf: Buffer, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (buf[i]! < 0x20) return true;
+  return false;
+}
+
+/**
+ * Decodes base64 text fed as byte ranges of any length, checking every character, into
+ * a reused 1 MiB buffer that is handed to the writer whenever it fills.
+ */
 class Base64Decoder {
   invalid = false;
-  private carry = '';
-  private dataChars = 0;
+  /** Set when the text found invalid held a raw control character: malformed JSON, not just bad base64. */
+  controlChar = false;
+  private readonly carry = Buffer.alloc(4);
+  private carryLength = 0;
   private padding = -1;
+  private batch: Buffer | null = takeBatch();
+  private used = 0;
 
   constructor(private readonly writer: PartWriter) {}
 
-  async feed(text: string): Promise<void> {
-    if (this.invalid || text.length === 0) return;
+  async feed(buf: Buffer, start: number, end: number): Promise<void> {
+    if (this.invalid || start >= end) return;
     if (this.padding >= 0) {
       // Only more padding may follow padding.
-      if (!/^=*$/.test(text)) this.invalid = true;
-      else this.padding += text.length;
+      for (let i = start; i < end; i++) if (buf[i] !== EQUALS) return this.fail(buf, start, end);
+      this.padding += end - start;
       return;
     }
-    let s = this.carry + text;
-    const eq = s.indexOf('=');
-    if (eq >= 0) {
-      const tail = s.slice(eq);
-      if (!/^=*$/.test(tail)) {
-        this.invalid = true;
-        return;
-      }
-      this.padding = tail.length;
-      s = s.slice(0, eq);
+    let dataEnd = end;
+    const eq = buf.indexOf(EQUALS, start);
+    if (eq >= 0 && eq < end) {
+      for (let i = eq; i < end; i++) if (buf[i] !== EQUALS) return this.fail(buf, start, end);
+      this.padding = end - eq;
+      dataEnd = eq;
     }
-    const whole = s.length - (s.length % 4);
-    if (whole > 0) {
-      const bytes = Buffer.from(s.slice(0, whole), 'base64');
-      // Node skips characters outside the alphabet; a short result means there were some.
-      if (bytes.length !== (whole / 4) * 3) {
-        this.invalid = true;
-        return;
-      }
-      await this.writer.write(bytes);
+    let pos = start;
+    if (this.carryLength > 0) {
+      while (this.carryLength < 4 && pos < dataEnd) this.carry[this.carryLength++] = buf[pos++]!;
+      if (this.carryLength < 4) return;
+      await this.decode(this.carry, 0, 4);
+      if (this.invalid) return this.fail(buf, start, end);
+      this.carryLength = 0;
     }
-    this.dataChars += whole;
-    this.carry = s.slice(whole);
+    const whole = pos + (dataEnd - pos) - ((dataEnd - pos) % 4);
+    while (pos < whole) {
+      const next = Math.min(whole, pos + (BATCH_BYTES / 3) * 4 - 4);
+      await this.decode(buf, pos, next);
+      if (this.invalid) return this.fail(buf, start, end);
+      pos = next;
+    }
+    while (pos < dataEnd) this.carry[this.carryLength++] = buf[pos++]!;
+  }
+
+  /** Decodes whole groups of four characters. */
+  private async decode(buf: Buffer, from: number, to: number): Promise<void> {
+    const expected = ((to - from) / 4) * 3;
+    if (BATCH_BYTES - this.used < expected) await this.flush();
+    // Node skips characters outside the alphabet; a short result means there were some.
+    const written = this.batch!.write(buf.toString('latin1', from, to), this.used, 'base64');
+    if (written !== expected) this.invalid = true;
+    else this.used += written;
+  }
+
+  private async flush(): Promise<void> {
+    if (this.used === 0) return;
+    const filled = this.batch!.subarray(0, this.used);
+    this.used = 0;
+    await this.writer.write(filled);
+  }
+
+  /** Marks the text invalid; the carried characters were never checked, so they count too. */
+  private fail(buf: Buffer, start: number, end: number): void {
+    this.invalid = true;
+    if (hasControlChar(buf, start, end) || hasControlChar(this.carry, 0, this.carryLength)) this.controlChar = true;
   }
 
   async finish(): Promise<void> {
-    if (this.invalid) return;
-    const rest = this.carry.length;
-    if (rest === 1 || this.padding > 2) {
-      this.invalid = true;
-      return;
-    }
-    if (this.padding > 0 && (rest + this.padding) % 4 !== 0) {
-      this.invalid = true;
-      return;
-    }
-    if (rest > 0) {
-      const bytes = Buffer.from(this.carry, 'base64');
-      if (bytes.length !== rest - 1) {
-        this.invalid = true;
-        return;
+    try {
+      if (this.invalid) return;
+      const rest = this.carryLength;
+      if (rest === 1 || this.padding > 2 || (this.padding > 0 && (rest + this.padding) % 4 !== 0)) {
+        return this.fail(this.carry, 0, 0);
       }
-      await this.writer.write(bytes);
+      if (rest > 0) {
+        if (BATCH_BYTES - this.used < 3) await this.flush();
+        const written = this.batch!.write(this.carry.toString('latin1', 0, rest), this.used, 'base64');
+        if (written !== rest - 1) return this.fail(this.carry, 0, 0);
+        this.used += written;
+      }
+      await this.flush();
+    } finally {
+      this.release();
     }
+  }
+
+  release(): void {
+    if (this.batch) returnBatch(this.batch);
+    this.batch = null;
   }
 }
 
@@ -130,7 +179,7 @@ export async function readChunkBody(
                 unicodeDigits = '';
               } else {
                 bodyEscape = 0;
-                if (c === 0x2f /* / */) await decoder!.feed('/');
+                if (c === 0x2f /* / */) await decoder!.feed(SLASH, 0, 1);
                 else if ('"\\bfnrt'.includes(String.fromCharCode(c))) decoder!.invalid = true;
                 else isMalformed = true;
               }
@@ -141,7 +190,7 @@ export async function readChunkBody(
                 if (!/^[0-9a-fA-F]{4}$/.test(unicodeDigits)) isMalformed = true;
                 else {
                   const ch = String.fromCharCode(parseInt(unicodeDigits, 16));
-                  if (BASE64_CHAR.test(ch)) await decoder!.feed(ch);
+                  if (BASE64_CHAR.test(ch)) await decoder!.feed(Buffer.from(ch, 'latin1'), 0, 1);
                   else decoder!.invalid = true;
                 }
               }
@@ -154,10 +203,9 @@ export async function readChunkBody(
           const stop = b >= 0 && (q < 0 || b < q) ? b : q;
           const end = stop < 0 ? chunk.length : stop;
           if (end > pos) {
-            const text = chunk.toString('latin1', pos, end);
-            await decoder!.feed(text);
+            await decoder!.feed(chunk, pos, end);
             // Raw control characters make the JSON itself malformed, not just the base64.
-            if (decoder!.invalid && /[\u0000-\u001f]/.test(text)) isMalformed = true;
+            if (decoder!.invalid && (decoder!.controlChar || hasControlChar(chunk, pos, end))) isMalformed = true;
           }
           if (stop < 0) {
             pos = chunk.length;
@@ -170,6 +218,7 @@ export async function readChunkBody(
             inBody = false;
             awaitingValue = false;
             await decoder!.finish();
+            if (decoder!.controlChar) isMalformed = true;
             segStart = stop;
             pos = stop + 1;
           }
@@ -248,6 +297,7 @@ export async function readChunkBody(
     }
     return { fields, writer, invalidBase64: decoder?.invalid ?? false };
   } catch (err) {
+    decoder?.release();
     if (writer) await writer.discard().catch(() => {});
     throw err;
   }

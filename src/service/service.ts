@@ -180,7 +180,7 @@ export class CofferService {
         const prev = await tx.getPart(file.id, input.partNumber);
         await tx.upsertPart({ file_id: file.id, part_number: input.partNumber, size: part.size, etag: part.etag, updated_at: this.now() });
         return { previous: prev, received: (await tx.listParts(file.id)).length };
-      });
+      }, { durable: false });
       committed = null;
       if (previous && previous.etag !== part.etag) {
         await this.blobs.dropPart(file.blob_key, input.uploadId, input.partNumber, previous.etag).catch(() => {});

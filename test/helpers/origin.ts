@@ -42,7 +42,7 @@ export async function startTestOrigin(settings: Partial<Record<SettingName, stri
       const res = await fetch(url + path, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...init.headers },
-        body: init.raw ?? JSON.stringify(body),
+        body: typeof init.raw === "string" || init.raw === undefined ? (init.raw ?? JSON.stringify(body)) : new Uint8Array(init.raw),
       });
       const text = await res.text();
       let parsed: any;

@@ -1,17 +1,26 @@
 /**
  * Blobs on the local disk. Parts are separate files named by their etag, so a re-sent
- * part never overwrites the one the metadata points at; complete joins them into a
- * temporary file, fsyncs it and renames it into place.
+ * part never overwrites the one the metadata points at. Complete links the parts into a
+ * temporary directory with a manifest, fsyncs it and renames it into place: the bytes are
+ * written to disk once, and an object is whole or absent.
  */
 import { createReadStream } from 'node:fs';
-import { mkdir, open, rename, rm, stat, readdir, type FileHandle } from 'node:fs/promises';
-import { createHash, randomBytes } from 'node:crypto';
-import { join } from 'node:path';
+import { link, mkdir, open, readFile, rename, rm, readdir, type FileHandle } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { FileHasher, type HashId } from './file-hasher.js';
 import type { BlobStore, ByteRange, CommittedPart, PartWriter } from '../../core/ports.js';
 
 const SAFE_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
-// Large writes keep syscalls few; the buffer is small next to a 5 MiB part.
-const WRITE_BATCH = 1 << 20;
+const MANIFEST = 'manifest.json';
+
+/** An object is a directory of its parts (hard links) and this manifest. */
+interface Manifest {
+  size: number;
+  sha256: string;
+  parts: number[];
+}
 
 function checkKey(key: string): string[] {
   const segments = key.split('/');
@@ -32,37 +41,31 @@ async function fsyncDir(dir: string): Promise<void> {
 
 class FsPartWriter implements PartWriter {
   bytesWritten = 0;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
   private closed = false;
+  /** Set once the file was renamed into an upload: nothing left to discard. */
+  committed = false;
 
   constructor(readonly path: string, private handle: FileHandle) {}
 
   async write(chunk: Buffer): Promise<void> {
-    this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
+    // Written at once: the caller reuses its buffer after this resolves.
+    let offset = 0;
+    while (offset < chunk.length) {
+      const { bytesWritten } = await this.handle.write(chunk, offset, chunk.length - offset, null);
+      offset += bytesWritten;
+    }
     this.bytesWritten += chunk.length;
-    if (this.pendingBytes >= WRITE_BATCH) await this.flush();
-  }
-
-  private async flush(): Promise<void> {
-    if (this.pendingBytes === 0) return;
-    const bufs = this.pending;
-    this.pending = [];
-    this.pendingBytes = 0;
-    await this.handle.writev(bufs);
   }
 
   /** Flushes, makes the bytes durable and closes the file. */
   async seal(): Promise<void> {
-    await this.flush();
     await this.handle.datasync();
     await this.handle.close();
     this.closed = true;
   }
 
   async discard(): Promise<void> {
-    this.pending = [];
+    if (this.committed) return;
     if (!this.closed) {
       this.closed = true;
       await this.handle.close().catch(() => {});
@@ -71,11 +74,32 @@ class FsPartWriter implements PartWriter {
   }
 }
 
+/**
+ * Hashes an upload's parts in order while the rest are still arriving, so complete
+ * seldom reads every byte again. It only ever vouches for the exact part versions
+ * (etags) it read; complete falls back to hashing from the first unvouched part.
+ */
+class RunningHash {
+  /** Etags and sizes of parts 1..n, in order, already in the hash. */
+  readonly etags: string[] = [];
+  readonly sizes: number[] = [];
+  /** The newest committed version of each part. */
+  readonly latest = new Map<number, string>();
+  chain: Promise<void> = Promise.resolve();
+  broken = false;
+  constructor(readonly id: HashId) {}
+}
+
+const MAX_RUNNING_HASHES = 512;
+
 export class FsBlobStore implements BlobStore {
   readonly bucket: string;
   private readonly objects: string;
   private readonly multipart: string;
   private readonly tmp: string;
+  private readonly manifests = new Map<string, Manifest>();
+  private readonly running = new Map<string, RunningHash>();
+  private readonly hasher = new FileHasher();
 
   private constructor(root: string, bucket: string) {
     this.bucket = bucket;
@@ -123,11 +147,40 @@ export class FsBlobStore implements BlobStore {
     const dir = this.uploadDir(uploadId);
     try {
       await rename(writer.path, join(dir, `${partNumber}.${etag}`));
+      writer.committed = true;
     } catch (err) {
       await writer.discard();
       throw err;
     }
+    this.noteCommitted(uploadId, partNumber, etag);
     return { etag, size: writer.bytesWritten };
+  }
+
+  private noteCommitted(uploadId: string, partNumber: number, etag: string): void {
+    let run = this.running.get(uploadId);
+    if (!run) {
+      if (this.running.size >= MAX_RUNNING_HASHES) this.forgetRunning(this.running.keys().next().value!);
+      run = new RunningHash(this.hasher.create());
+      this.running.set(uploadId, run);
+    }
+    // A part already hashed was replaced: this hash can no longer vouch for it.
+    if (partNumber <= run.etags.length && run.etags[partNumber - 1] !== etag) run.broken = true;
+    run.latest.set(partNumber, etag);
+    const r = run;
+    r.chain = r.chain.then(async () => {
+      const dir = this.uploadDir(uploadId);
+      while (!r.broken) {
+        const next = r.etags.length + 1;
+        const nextEtag = r.latest.get(next);
+        if (nextEtag === undefined) return;
+        try {
+          r.sizes.push(await this.hasher.update(r.id, join(dir, `${next}.${nextEtag}`)));
+          r.etags.push(nextEtag);
+        } catch {
+          r.broken = true;
+        }
+      }
+    });
   }
 
   async dropPart(_key: string, uploadId: string, partNumber: number, etag: string): Promise<void> {
@@ -137,63 +190,105 @@ export class FsBlobStore implements BlobStore {
   async completeMultipart(key: string, uploadId: string, parts: Array<{ partNumber: number; etag: string }>): Promise<{ size: number; sha256: string }> {
     const dir = this.uploadDir(uploadId);
     const target = this.objectPath(key);
-    const tmp = this.tmpPath();
-    const out = await open(tmp, 'wx', 0o600);
-    const hash = createHash('sha256');
-    let size = 0;
+    const ordered = [...parts].sort((a, b) => a.partNumber - b.partNumber);
+    const run = this.running.get(uploadId);
+    if (run) await run.chain;
+    // Start from what the running hash read, if it read exactly these versions.
+    let vouched = 0;
+    if (run && !run.broken) while (vouched < run.etags.length && vouched < ordered.length && run.etags[vouched] === ordered[vouched]!.etag) vouched++;
+    const hash = run && vouched > 0 ? this.hasher.fork(run.id) : this.hasher.create();
+    const sizes: number[] = run && vouched > 0 ? run.sizes.slice(0, vouched) : [];
+    const staging = this.tmpPath();
+    await mkdir(staging);
     try {
-      const buf = Buffer.allocUnsafe(WRITE_BATCH * 4);
-      for (const part of [...parts].sort((a, b) => a.partNumber - b.partNumber)) {
-        const input = await open(join(dir, `${part.partNumber}.${checkKey(part.etag)[0]}`), 'r');
-        try {
-          for (;;) {
-            const { bytesRead } = await input.read(buf, 0, buf.length, null);
-            if (bytesRead === 0) break;
-            const slice = buf.subarray(0, bytesRead);
-            hash.update(slice);
-            await out.write(slice, 0, bytesRead, null);
-            size += bytesRead;
-          }
-        } finally {
-          await input.close();
-        }
+      for (const [index, part] of ordered.entries()) {
+        // Each part was fsynced when it arrived; linking shares its bytes instead of writing them again.
+        const linked = join(staging, String(index + 1));
+        await link(join(dir, `${part.partNumber}.${checkKey(part.etag)[0]}`), linked);
+        if (index >= vouched) sizes.push(await this.hasher.update(hash, linked));
       }
-      await out.datasync();
-      await out.close();
+      const manifest: Manifest = { size: sizes.reduce((a, b) => a + b, 0), sha256: await this.hasher.digest(hash), parts: sizes };
+      const out = await open(join(staging, MANIFEST), 'wx', 0o600);
+      try {
+        await out.writeFile(JSON.stringify(manifest));
+        await out.sync();
+      } finally {
+        await out.close();
+      }
+      await fsyncDir(staging);
+      const targetDir = dirname(target);
+      await mkdir(targetDir, { recursive: true });
+      // A leftover of a completion that crashed before it was recorded is not a live object.
+      await rm(target, { recursive: true, force: true });
+      await rename(staging, target);
+      await fsyncDir(targetDir);
+      this.manifests.delete(key);
+      return { size: manifest.size, sha256: manifest.sha256 };
     } catch (err) {
-      await out.close().catch(() => {});
-      await rm(tmp, { force: true });
+      this.hasher.drop(hash);
+      await rm(staging, { recursive: true, force: true });
       throw err;
     }
-    const targetDir = join(target, '..');
-    await mkdir(targetDir, { recursive: true });
-    await rename(tmp, target);
-    await fsyncDir(targetDir);
-    return { size, sha256: hash.digest('hex') };
+  }
+
+  private forgetRunning(uploadId: string): void {
+    const run = this.running.get(uploadId);
+    if (!run) return;
+    this.running.delete(uploadId);
+    const id = run.id;
+    void run.chain.then(() => this.hasher.drop(id));
   }
 
   async abortMultipart(_key: string, uploadId: string): Promise<void> {
+    this.forgetRunning(uploadId);
     await rm(this.uploadDir(uploadId), { recursive: true, force: true });
   }
 
-  async read(key: string, range?: ByteRange): Promise<NodeJS.ReadableStream> {
-    const path = this.objectPath(key);
-    await stat(path);
-    return createReadStream(path, range ? { start: range.start, end: range.end, highWaterMark: 1 << 20 } : { highWaterMark: 1 << 20 });
-  }
-
-  async size(key: string): Promise<number | null> {
+  private async manifest(key: string): Promise<Manifest | null> {
+    const cached = this.manifests.get(key);
+    if (cached) return cached;
     try {
-      return (await stat(this.objectPath(key))).size;
+      const manifest = JSON.parse(await readFile(join(this.objectPath(key), MANIFEST), 'utf8')) as Manifest;
+      if (this.manifests.size > 10_000) this.manifests.clear();
+      this.manifests.set(key, manifest);
+      return manifest;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
       throw err;
     }
   }
 
-  async delete(key: string): Promise<void> {
-    await rm(this.objectPath(key), { force: true });
+  async read(key: string, range?: ByteRange): Promise<NodeJS.ReadableStream> {
+    const manifest = await this.manifest(key);
+    if (!manifest) throw Object.assign(new Error(`no object at ${key}`), { code: 'ENOENT' });
+    const dir = this.objectPath(key);
+    const start = range?.start ?? 0;
+    const end = range?.end ?? manifest.size - 1;
+    async function* bytes() {
+      let offset = 0;
+      for (const [index, size] of manifest!.parts.entries()) {
+        const partStart = offset;
+        const partEnd = offset + size - 1;
+        offset += size;
+        if (size === 0 || partEnd < start || partStart > end) continue;
+        const from = Math.max(start, partStart) - partStart;
+        const to = Math.min(end, partEnd) - partStart;
+        for await (const chunk of createReadStream(join(dir, String(index + 1)), { start: from, end: to, highWaterMark: 1 << 20 })) yield chunk as Buffer;
+      }
+    }
+    return Readable.from(bytes(), { objectMode: false });
   }
 
-  async close(): Promise<void> {}
+  async size(key: string): Promise<number | null> {
+    return (await this.manifest(key))?.size ?? null;
+  }
+
+  async delete(key: string): Promise<void> {
+    this.manifests.delete(key);
+    await rm(this.objectPath(key), { recursive: true, force: true });
+  }
+
+  async close(): Promise<void> {
+    await this.hasher.close();
+  }
 }

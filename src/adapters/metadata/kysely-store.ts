@@ -179,7 +179,18 @@ export class KyselyMetadataStore implements MetadataStore {
     if (error) throw error;
   }
 
-  transaction<T>(fn: (tx: MetadataTx) => Promise<T>): Promise<T> {
+  transaction<T>(fn: (tx: MetadataTx) => Promise<T>, opts: { durable?: boolean } = {}): Promise<T> {
+    if (opts.durable === false && this.dialect === 'sqlite') {
+      // One reserved connection, so the relaxed setting covers this transaction alone.
+      return this.db.connection().execute(async (conn) => {
+        await sql`pragma synchronous = normal`.execute(conn);
+        try {
+          return await conn.transaction().execute((trx) => fn(new KyselyTx(trx, this.dialect)));
+        } finally {
+          await sql`pragma synchronous = full`.execute(conn);
+        }
+      });
+    }
     return this.db.transaction().execute((trx) => fn(new KyselyTx(trx, this.dialect)));
   }
 

@@ -105,7 +105,8 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
       return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(given) ? given : randomBytes(8).toString('hex');
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
-    return503OnClosing: true,
+    // Answered by the onRequest hook below, in the contract's error shape.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     // A URL the router cannot decode gets the contract's error body too, not Fastify's own.
     frameworkErrors: (error, _request, reply) => {
@@ -119,8 +120,17 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   const limiter = new RateLimiter(opts.rateLimit);
   app.addHook('onClose', async () => limiter.close());
 
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+    if (closing) {
+      reply.header('Connection', 'close');
+      throw errors.unavailable('The service is shutting down; try again in a moment.');
+    }
     if (!request.url.startsWith('/collections/')) return;
     const wait = limiter.take(request.ip);
     if (wait > 0) throw errors.rateLimited(wait);

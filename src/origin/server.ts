@@ -33,6 +33,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     signingSecrets: credentials.signingSecrets,
     uploadTtlSeconds: config.uploadTtl,
     maxFileSize: config.maxFileSize,
+    onBackgroundError: (what, err) => app.log.error({ err }, `${what} failed`),
   });
   const app = await buildOriginApp({
     service, accessKey: credentials.accessKey, baseUrl: config.baseUrl, rateLimit: config.rateLimit, logLevel: config.logLevel,

@@ -28,6 +28,8 @@ export interface ServiceOptions {
   uploadTtlSeconds: number;
   maxFileSize: number;
   now?: () => number;
+  /** Told of background failures that no request will report. */
+  onBackgroundError?: (what: string, err: unknown) => void;
 }
 
 /** Called after a change is committed with its last event's sequence; resolves once edges have it. */
@@ -192,7 +194,20 @@ export class CofferService {
     }
   }
 
-  async completeUpload(fileId: string): Promise<FileRecord> {
+  /** One completion per file at a time in this process: two joins racing over one object help nobody. */
+  private readonly completing = new Map<string, Promise<FileRecord>>();
+
+  completeUpload(fileId: string): Promise<FileRecord> {
+    const running = this.completing.get(fileId);
+    const next = (running ? running.catch(() => undefined) : Promise.resolve()).then(() => this.completeOnce(fileId));
+    const tracked = next.finally(() => {
+      if (this.completing.get(fileId) === tracked) this.completing.delete(fileId);
+    });
+    this.completing.set(fileId, tracked);
+    return tracked;
+  }
+
+  private async completeOnce(fileId: string): Promise<FileRecord> {
     for (let attempt = 1; ; attempt++) {
       const file = await this.requireFile(this.meta.read, fileId);
       if (file.status === 'ready') return this.toFileRecord(this.meta.read, file);
@@ -297,8 +312,9 @@ export class CofferService {
             try {
               await this.removeBlob(blob);
               done.push(blob.id);
-            } catch {
+            } catch (err) {
               // Left queued for the next pass.
+              this.opts.onBackgroundError?.(`removing blob ${blob.blob_key}`, err);
             }
           }
           await this.meta.forgetBlobDeletions(done);

@@ -4,7 +4,12 @@
  */
 import { createCipheriv, createHash } from 'node:crypto';
 import fc from 'fast-check';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FsBlobStore } from '../../src/adapters/blobs/fs.js';
+import type { PartWriter } from '../../src/core/ports.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { readStoredObject } from '../helpers/stored-object.js';
 
@@ -194,4 +199,92 @@ describe('upload property: the completed file is the bytes last sent for each pa
     expect(seen.concurrent, JSON.stringify(seen)).toBeGreaterThan(0);
     expect(seen.outOfOrder, JSON.stringify(seen)).toBeGreaterThan(0);
   }, 120_000);
+});
+
+/**
+ * The disk store hashes parts while later ones arrive and complete reuses that work; the
+ * digest must still be of exactly the versions completed, whatever was replaced while it
+ * was being hashed. Parts here are any size (the store does not check), so a large
+ * version takes long enough to hash for a replacement to land in the middle.
+ */
+describe('disk blob store: the digest is of the part versions completed', () => {
+  const MiB = 1024 * 1024;
+  interface Commit { part: number; size: number; pauseAfter: boolean }
+  const commitArb = (part: number) => fc.record({
+    part: fc.constant(part),
+    size: fc.oneof({ weight: 3, arbitrary: fc.constantFrom(0, 1, 1024, MiB) }, { weight: 2, arbitrary: fc.constant(16 * MiB) }),
+    pauseAfter: fc.boolean(),
+  });
+  /** Per part, its versions in order; then a random interleaving that keeps that order. */
+  const planArb = fc.integer({ min: 1, max: 3 }).chain((parts) => fc.record({
+    versions: fc.tuple(...Array.from({ length: parts }, (_, i) => fc.array(commitArb(i + 1), { minLength: 1, maxLength: 3 }))),
+    shuffleSeed: fc.integer({ min: 0, max: 0x7fffffff }),
+  }));
+
+  let root = '';
+  let store: FsBlobStore;
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'coffer-blobs-'));
+    store = await FsBlobStore.open(root);
+  });
+  afterAll(async () => {
+    await store?.close();
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  it('holds when parts are replaced while the running hash reads them', async () => {
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(planArb, async ({ versions, shuffleSeed }) => {
+        const id = ++n;
+        const key = `files/prop-${id}`;
+        const rand = prng(shuffleSeed);
+        const slots = versions.flatMap((v, i) => v.map(() => i + 1));
+        for (let i = slots.length - 1; i > 0; i--) {
+          const j = Math.floor(rand() * (i + 1));
+          [slots[i], slots[j]] = [slots[j]!, slots[i]!];
+        }
+        const taken = new Map<number, number>();
+        const order: Array<Commit & { bytes: Buffer }> = slots.map((part) => {
+          const k = taken.get(part) ?? 0;
+          taken.set(part, k + 1);
+          const c = versions[part - 1]![k]!;
+          return { ...c, bytes: seededBytes(`${id}:${part}:${k}`, c.size) };
+        });
+        // Every body is on disk before the first commit, so commits can follow each other closely.
+        const writers: PartWriter[] = [];
+        for (const c of order) {
+          const w = await store.openPart();
+          await w.write(c.bytes);
+          writers.push(w);
+        }
+        const { uploadId } = await store.createMultipart(key);
+        const last = new Map<number, { etag: string; bytes: Buffer }>();
+        for (const [i, c] of order.entries()) {
+          const { etag } = await store.commitPart(key, uploadId, c.part, writers[i]!);
+          last.set(c.part, { etag, bytes: c.bytes });
+          if (c.pauseAfter) await new Promise((r) => setTimeout(r, 40));
+        }
+        const parts = [...last.entries()].map(([partNumber, v]) => ({ partNumber, etag: v.etag }));
+        const expected = Buffer.concat([...last.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => v.bytes));
+        const digest = await store.completeMultipart(key, uploadId, parts);
+        expect(digest.size).toBe(expected.length);
+        expect(digest.sha256).toBe(sha256(expected));
+        await store.abortMultipart(key, uploadId);
+        await store.delete(key);
+      }),
+      {
+        numRuns: 15,
+        endOnFailure: true,
+        // Part 2 replaced while its first version, large enough to take a while, is being hashed after part 1.
+        examples: [[{
+          versions: [
+            [{ part: 1, size: 1024, pauseAfter: true }],
+            [{ part: 2, size: 64 * MiB, pauseAfter: false }, { part: 2, size: 1024, pauseAfter: false }],
+          ],
+          shuffleSeed: 5, // commits in the order 1, 2, 2
+        }]],
+      },
+    );
+  }, 60_000);
 });

@@ -196,6 +196,9 @@ export class FsBlobStore implements BlobStore {
     // Start from what the running hash read, if it read exactly these versions.
     let vouched = 0;
     if (run && !run.broken) while (vouched < run.etags.length && vouched < ordered.length && run.etags[vouched] === ordered[vouched]!.etag) vouched++;
+    // A fork holds every part the running hash read, so it may only be used when all of them
+    // are vouched for: a part replaced while it was being hashed is in it but not in `ordered`.
+    if (run && vouched < run.etags.length) vouched = 0;
     const hash = run && vouched > 0 ? this.hasher.fork(run.id) : this.hasher.create();
     const sizes: number[] = run && vouched > 0 ? run.sizes.slice(0, vouched) : [];
     const staging = this.tmpPath();

@@ -114,6 +114,7 @@ interface Options {
   sizeMiB: number;
   bytes: number;
   rounds: number;
+  warmup: number;
   only: Contestant[];
   json: boolean;
   label: string | null;
@@ -131,7 +132,8 @@ Compares Coffer's chunked upload flow with @tus/server + tus-js-client.
 
 Options:
   --size MiB            upload size in MiB (default 256)
-  --rounds R            rounds per contestant, alternating (default 3)
+  --rounds R            rounds per contestant, alternating (default 5)
+  --warmup W            untimed rounds per contestant first (default 1)
   --only coffer|tus     run a single contestant
   --label NAME          label for this configuration (shown in the output)
   --env-coffer K=V      extra environment for the Coffer origin (repeatable)
@@ -154,6 +156,7 @@ function parseOptions(argv: string[]): Options | null {
     options: {
       size: { type: "string" },
       rounds: { type: "string" },
+      warmup: { type: "string" },
       only: { type: "string" },
       json: { type: "boolean" },
       label: { type: "string" },
@@ -173,8 +176,10 @@ function parseOptions(argv: string[]): Options | null {
   const bytes = Math.round(sizeMiB * MiB);
   if (bytes > 2 ** 31 - 1) throw new UsageError(`--size is too large for one in-memory Buffer`);
 
-  const rounds = values.rounds === undefined ? 3 : Number(values.rounds);
+  const rounds = values.rounds === undefined ? 5 : Number(values.rounds);
   if (!Number.isInteger(rounds) || rounds < 1) throw new UsageError(`--rounds must be a positive integer`);
+  const warmup = values.warmup === undefined ? 1 : Number(values.warmup);
+  if (!Number.isInteger(warmup) || warmup < 0) throw new UsageError(`--warmup must be a whole number`);
 
   let only: Contestant[] = [...CONTESTANTS];
   if (values.only !== undefined) {
@@ -199,6 +204,7 @@ function parseOptions(argv: string[]): Options | null {
     sizeMiB,
     bytes,
     rounds,
+    warmup,
     only,
     json: values.json ?? false,
     label: values.label ?? null,
@@ -1082,6 +1088,14 @@ async function main(): Promise<number> {
         maxSampledRssMB: null,
       };
       sampledKb[r.name] = null;
+    }
+
+    // Untimed rounds first: both servers and the client reach a steady state (JIT, heap, page cache).
+    for (let round = 1; round <= opts.warmup; round++) {
+      for (const r of runners) {
+        process.stderr.write(`warm-up ${round}/${opts.warmup} ${r.name}\n`);
+        await bounded(`${r.name} warm-up ${round}`, opts.timeoutMs, r.child, (signal) => r.run(signal, new RoundMeter(r.child)));
+      }
     }
 
     for (let round = 1; round <= opts.rounds; round++) {

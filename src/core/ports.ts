@@ -105,6 +105,7 @@ export interface MetadataTx {
   getPart(fileId: string, partNumber: number): Promise<StoredPart | undefined>;
   upsertPart(part: StoredPart): Promise<void>;
   listParts(fileId: string): Promise<StoredPart[]>;
+  partNumbers(fileId: string): Promise<number[]>;
   deleteParts(fileId: string): Promise<void>;
 
   appendEvent(event: NewEvent, at: number): Promise<number>;
@@ -144,6 +145,8 @@ export interface PartWriter {
 export interface CommittedPart {
   etag: string;
   size: number;
+  /** Resolves once the part would survive a power cut; only then may it be recorded. */
+  durable: Promise<void>;
 }
 
 export interface ByteRange {
@@ -157,7 +160,10 @@ export interface BlobStore {
   readonly bucket: string;
   createMultipart(key: string): Promise<{ uploadId: string }>;
   openPart(): Promise<PartWriter>;
-  /** Makes the written bytes part `partNumber` of the upload; the previous version stays until `dropPart`. */
+  /**
+   * Makes the written bytes part `partNumber` of the upload, readable at once and durable
+   * when `durable` resolves; the previous version stays until `dropPart`.
+   */
   commitPart(key: string, uploadId: string, partNumber: number, writer: PartWriter): Promise<CommittedPart>;
   dropPart(key: string, uploadId: string, partNumber: number, etag: string): Promise<void>;
   /** Joins the parts, in order, into the object at `key` atomically; returns its digest. */

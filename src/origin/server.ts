@@ -71,6 +71,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
         clearInterval(timer);
         // In-flight requests finish; then nothing is left writing.
         await app.close();
+        await service.drain();
         await service.emptyTrash().catch(() => {});
         await blobs.close();
         await meta.close();

@@ -11,7 +11,7 @@ import { CHUNK_SIZE, checkDeclaredSize, checkPartNumber, expectedPartSize, missi
 import { DEFAULT_EXPIRY_SECONDS, MAX_EXPIRY_SECONDS, deliveryPath, signPath } from '../core/signing.js';
 import { nodeHmac } from '../core/hmac-node.js';
 import type {
-  BlobStore, BlobToDelete, MetadataStore, MetadataTx, PageQuery, PartWriter, SortField, SortOrder, StoredFile, StoredFolder,
+  BlobStore, BlobToDelete, CommittedPart, MetadataStore, MetadataTx, PageQuery, PartWriter, SortField, SortOrder, StoredFile, StoredFolder,
 } from '../core/ports.js';
 import type {
   CreateFolderRequest, CreateLinkRequest, CreateLinkResponse, DeleteFolderRequest, DeleteFolderResponse, DownloadRequest,
@@ -164,7 +164,7 @@ export class CofferService {
 
   /** Makes a received chunk a part of its upload. The writer is consumed either way. */
   async uploadPart(input: PartInput): Promise<UploadPartResponse> {
-    let committed: { etag: string; size: number } | null = null;
+    let handedOver = false;
     try {
       const file = await this.requireUploadFor(this.meta.read, input);
       const count = partCount(file.size);
@@ -175,23 +175,69 @@ export class CofferService {
         throw errors.invalidField('part_size_mismatch', 'body', `Part ${input.partNumber} must decode to ${expected} bytes, not ${input.writer.bytesWritten}.`,
           { expected, received: input.writer.bytesWritten });
       }
-      committed = await this.blobs.commitPart(file.blob_key, input.uploadId, input.partNumber, input.writer);
-      const part = committed;
-      const { previous, received } = await this.meta.transaction(async (tx) => {
-        await this.requireUploadFor(tx, input);
-        const prev = await tx.getPart(file.id, input.partNumber);
-        await tx.upsertPart({ file_id: file.id, part_number: input.partNumber, size: part.size, etag: part.etag, updated_at: this.now() });
-        return { previous: prev, received: (await tx.listParts(file.id)).length };
-      }, { durable: false });
-      committed = null;
-      if (previous && previous.etag !== part.etag) {
-        await this.blobs.dropPart(file.blob_key, input.uploadId, input.partNumber, previous.etag).catch(() => {});
-      }
-      return { file_id: file.id, partNumber: input.partNumber, size: part.size, etag: part.etag, received_parts: received, part_count: count };
+      const part = await this.blobs.commitPart(file.blob_key, input.uploadId, input.partNumber, input.writer);
+      handedOver = true;
+      this.recordWhenDurable(file, input.partNumber, part);
+      const received = new Set(await this.meta.read.partNumbers(file.id));
+      for (const n of this.pendingParts.get(file.id)?.keys() ?? []) received.add(n);
+      return { file_id: file.id, partNumber: input.partNumber, size: part.size, etag: part.etag, received_parts: received.size, part_count: count };
     } finally {
-      if (committed) await this.blobs.dropPart(input.key, input.uploadId, input.partNumber, committed.etag).catch(() => {});
-      await input.writer.discard().catch(() => {});
+      if (!handedOver) await input.writer.discard().catch(() => {});
     }
+  }
+
+  /**
+   * Parts answered but not yet recorded, by file and part number. A part is recorded only
+   * once its bytes are on disk for good, so the store never lists a part a power cut could
+   * take back; the flush overlaps the next parts' transfer instead of delaying this answer.
+   */
+  private readonly pendingParts = new Map<string, Map<number, Promise<void>>>();
+
+  private recordWhenDurable(file: StoredFile, partNumber: number, part: CommittedPart): void {
+    let byPart = this.pendingParts.get(file.id);
+    if (!byPart) {
+      byPart = new Map();
+      this.pendingParts.set(file.id, byPart);
+    }
+    const parts = byPart;
+    const drop = (etag: string) => this.blobs.dropPart(file.blob_key, file.upload_id!, partNumber, etag).catch(() => {});
+    // Versions of one part are recorded in the order they arrived.
+    const task: Promise<void> = (parts.get(partNumber) ?? Promise.resolve())
+      .then(async () => {
+        try {
+          await part.durable;
+        } catch (err) {
+          this.opts.onBackgroundError?.(`flushing part ${partNumber} of ${file.id}`, err);
+          await drop(part.etag);
+          return;
+        }
+        const outcome = await this.meta.transaction(async (tx) => {
+          const current = await tx.getFile(file.id);
+          if (!current || current.status !== 'uploading' || current.upload_id !== file.upload_id) return { stale: true as const };
+          const previous = await tx.getPart(file.id, partNumber);
+          await tx.upsertPart({ file_id: file.id, part_number: partNumber, size: part.size, etag: part.etag, updated_at: this.now() });
+          return { stale: false as const, previous };
+        }, { durable: false });
+        if (outcome.stale) await drop(part.etag);
+        else if (outcome.previous && outcome.previous.etag !== part.etag) await drop(outcome.previous.etag);
+      })
+      .catch((err) => this.opts.onBackgroundError?.(`recording part ${partNumber} of ${file.id}`, err))
+      .finally(() => {
+        if (parts.get(partNumber) === task) parts.delete(partNumber);
+        if (parts.size === 0 && this.pendingParts.get(file.id) === parts) this.pendingParts.delete(file.id);
+      });
+    parts.set(partNumber, task);
+  }
+
+  /** Waits for every answered part of every upload to be recorded: before a shutdown. */
+  async drain(): Promise<void> {
+    while (this.pendingParts.size > 0) await Promise.all([...this.pendingParts.keys()].map((id) => this.settleParts(id)));
+  }
+
+  /** Waits until every part answered so far is recorded (or dropped). */
+  private async settleParts(fileId: string): Promise<void> {
+    const byPart = this.pendingParts.get(fileId);
+    if (byPart) await Promise.all(byPart.values());
   }
 
   /** One completion per file at a time in this process: two joins racing over one object help nobody. */
@@ -208,6 +254,7 @@ export class CofferService {
   }
 
   private async completeOnce(fileId: string): Promise<FileRecord> {
+    await this.settleParts(fileId);
     for (let attempt = 1; ; attempt++) {
       const file = await this.requireFile(this.meta.read, fileId);
       if (file.status === 'ready') return this.toFileRecord(this.meta.read, file);
@@ -250,6 +297,7 @@ export class CofferService {
   }
 
   async uploadStatus(fileId: string): Promise<UploadStatusResponse> {
+    await this.settleParts(fileId);
     const file = await this.requireFile(this.meta.read, fileId);
     const count = partCount(file.size);
     if (file.status === 'ready') {

@@ -510,12 +510,12 @@ describe('upload (contract §4)', () => {
       const r2 = await sendPart(o, s, 1, b);
       expect(r1.status).toBe(200);
       expect(r2.status).toBe(200);
-      // Only the last part's blob is kept for the upload.
-      const partsDir = join(o.dataDir, 'blobs', 'multipart', s.uploadId);
-      expect(await listDir(partsDir)).toHaveLength(1);
       expect(r2.body.received_parts).toBe(1);
       expect(r2.body.etag).not.toBe(r1.body.etag);
       expect((await status(o, s.file_id)).body.received).toEqual([1]);
+      // Once the parts are recorded (status waits for that), only the last one's blob is kept.
+      const partsDir = join(o.dataDir, 'blobs', 'multipart', s.uploadId);
+      expect(await listDir(partsDir)).toHaveLength(1);
       const done = await complete(o, s.file_id);
       expect(done.body.sha256).toBe(sha256(b));
       expect(done.body.sha256).not.toBe(sha256(a));

@@ -58,10 +58,14 @@ class FsPartWriter implements PartWriter {
   }
 
   /** Flushes, makes the bytes durable and closes the file. */
+  /** Makes the written bytes durable and closes the file; it may have been renamed meanwhile. */
   async seal(): Promise<void> {
-    await this.handle.datasync();
-    await this.handle.close();
-    this.closed = true;
+    try {
+      await this.handle.datasync();
+    } finally {
+      this.closed = true;
+      await this.handle.close();
+    }
   }
 
   async discard(): Promise<void> {
@@ -142,10 +146,10 @@ export class FsBlobStore implements BlobStore {
 
   async commitPart(_key: string, uploadId: string, partNumber: number, writer: PartWriter): Promise<CommittedPart> {
     if (!(writer instanceof FsPartWriter)) throw new Error('part writer of another store');
-    await writer.seal();
     const etag = randomBytes(8).toString('hex');
     const dir = this.uploadDir(uploadId);
     try {
+      // Renamed while still open: the flush to disk runs after the answer, not before it.
       await rename(writer.path, join(dir, `${partNumber}.${etag}`));
       writer.committed = true;
     } catch (err) {
@@ -153,7 +157,10 @@ export class FsBlobStore implements BlobStore {
       throw err;
     }
     this.noteCommitted(uploadId, partNumber, etag);
-    return { etag, size: writer.bytesWritten };
+    const durable = writer.seal().then(() => fsyncDir(dir));
+    // The caller awaits `durable`; this keeps an unawaited failure from crashing the process.
+    durable.catch(() => {});
+    return { etag, size: writer.bytesWritten, durable };
   }
 
   private noteCommitted(uploadId: string, partNumber: number, etag: string): void {

@@ -140,6 +140,11 @@ class KyselyTx implements MetadataTx {
     return rows.map(partRow);
   }
 
+  async partNumbers(fileId: string) {
+    const rows = await this.db.selectFrom('parts').select('part_number').where('file_id', '=', fileId).execute();
+    return rows.map((r) => Number(r.part_number));
+  }
+
   async deleteParts(fileId: string) {
     await this.db.deleteFrom('parts').where('file_id', '=', fileId).execute();
   }

@@ -5,6 +5,8 @@ import { resolve } from 'node:path';
 import { ConfigError, SETTINGS, flagName, loadConfig, type Config, type SettingName } from '../config/config.js';
 import { CREDENTIALS_FILE } from '../config/credentials.js';
 import { startOrigin } from '../origin/server.js';
+import { startEdge } from '../edge/server.js';
+import { join } from 'node:path';
 
 function addSettings(cmd: Command): Command {
   for (const [name, help] of SETTINGS) {
@@ -59,18 +61,46 @@ async function runOrigin(options: Record<string, string | undefined>): Promise<v
   untilSignal(() => origin.close());
 }
 
+async function runServe(options: Record<string, string | undefined>): Promise<void> {
+  const config = configFrom(options);
+  const origin = await startOrigin(config, { announce: announce(config.dataDir) });
+  process.stdout.write(`origin listening on ${origin.url}\n`);
+  const edge = await startEdge({ ...config, signingSecrets: origin.credentials.signingSecrets }, origin.url, { cacheDir: join(config.dataDir, 'edge-cache') });
+  // With COFFER_EDGE_PORT=0 the delivery address is known only now.
+  if (config.cdnUrl.endsWith(':0')) origin.service.opts.cdnUrl = edge.url;
+  process.stdout.write(`edge listening on ${edge.url}\n`);
+  untilSignal(async () => {
+    await edge.close();
+    await origin.close();
+  });
+}
+
+async function runEdge(options: Record<string, string | undefined>): Promise<void> {
+  const config = configFrom(options);
+  const originUrl = options.origin;
+  if (!originUrl) throw new ConfigError('coffer edge needs --origin URL: the address of the origin to follow.');
+  const edge = await startEdge(config, originUrl);
+  process.stdout.write(`edge listening on ${edge.url}\n`);
+  untilSignal(() => edge.close());
+}
+
 const program = new Command()
   .name('coffer')
   .description('Coffer: file storage and edge delivery.')
   .showHelpAfterError('(run with --help for usage)');
 
-addSettings(program.command('serve').description('Run one origin (and its edge) with embedded storage: what `npm start` runs.'))
-  .addHelpText('after', '\nExample:\n  COFFER_DATA_DIR=./data coffer serve --port 8080\n')
-  .action(runOrigin);
+addSettings(program.command('serve').description('Run one origin and one edge with embedded storage: what `npm start` runs.'))
+  .addHelpText('after', '\nExample:\n  COFFER_DATA_DIR=./data coffer serve --port 8080 --edge-port 8081\n')
+  .action(runServe);
 
 addSettings(program.command('origin').description('Run the origin: the programmatic interface and the edges\' feed.'))
   .addHelpText('after', '\nExample:\n  COFFER_ACCESS_KEY=… COFFER_SIGNING_SECRET=… coffer origin --port 8080\n')
   .action(runOrigin);
+
+addSettings(program.command('edge').description('Run one edge location: delivery of /files/{id}, following an origin.'))
+  .requiredOption('--origin <url>', 'the origin to follow, e.g. http://127.0.0.1:8080')
+  .addHelpText('after', '\nExample:\n  COFFER_SIGNING_SECRET=… coffer edge --origin http://127.0.0.1:8080 --edge-port 8081 --data-dir ./edge-cache\n')
+  .action(runEdge);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   const message = err instanceof ConfigError ? err.message : (err as Error).message ?? String(err);

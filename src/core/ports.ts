@@ -126,6 +126,9 @@ export interface MetadataStore {
   listFolders(q: PageQuery): Promise<StoredFolder[]>;
   listFiles(q: PageQuery): Promise<StoredFile[]>;
   expiredUploads(now: number, limit: number): Promise<StoredFile[]>;
+  /** Everything an edge needs to start from: every folder and every ready file. */
+  allFolders(): Promise<StoredFolder[]>;
+  allReadyFiles(): Promise<StoredFile[]>;
   eventsAfter(seq: number, limit: number): Promise<StoredEvent[]>;
   lastEventSeq(): Promise<number>;
   pendingBlobDeletions(limit: number): Promise<Array<BlobToDelete & { id: number }>>;

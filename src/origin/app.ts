@@ -14,6 +14,8 @@ import { bearerChecker } from './auth.js';
 import { readChunkBody } from './chunk-body.js';
 import { RateLimiter } from './rate-limit.js';
 import type { Endpoint } from './routes/endpoint.js';
+import type { EdgeHub } from './edge-hub.js';
+import { registerEdgeRoutes } from './edge-routes.js';
 import * as uploadRoutes from './routes/upload.js';
 import * as folderRoutes from './routes/folders.js';
 import * as fileRoutes from './routes/files.js';
@@ -29,6 +31,8 @@ export interface OriginAppOptions {
   logLevel?: string;
   /** A pino destination for tests; standard output by default. */
   logStream?: NodeJS.WritableStream;
+  /** The delivery network's side of the origin, with the credentials edges may present. */
+  edges?: { hub: EdgeHub; tokens: string[] };
 }
 
 const ENDPOINTS: Endpoint[] = [
@@ -170,6 +174,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { docExpansion: 'list', defaultModelsExpandDepth: 0 } });
 
   const service = opts.service;
+  if (opts.edges) await registerEdgeRoutes(app, service, opts.edges.hub, opts.edges.tokens);
   for (const e of ENDPOINTS) {
     app.post(e.path, {
       schema: { summary: e.summary, description: e.description, tags: [e.tag], body: e.body, response: { 200: e.response, ...ERROR_RESPONSES } },

@@ -5,6 +5,9 @@ import { resolveCredentials, type Credentials } from '../config/credentials.js';
 import { openBlobStore, openMetadataStore } from '../adapters/open.js';
 import { CofferService } from '../service/service.js';
 import { buildOriginApp } from './app.js';
+import { EdgeHub } from './edge-hub.js';
+import { deriveEdgeToken } from '../core/edge-token.js';
+import { nodeHmac } from '../core/hmac-node.js';
 
 export interface RunningOrigin {
   url: string;
@@ -12,6 +15,7 @@ export interface RunningOrigin {
   app: FastifyInstance;
   service: CofferService;
   credentials: Credentials;
+  hub: EdgeHub;
   close(): Promise<void>;
 }
 
@@ -35,9 +39,14 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     maxFileSize: config.maxFileSize,
     onBackgroundError: (what, err) => app.log.error({ err }, `${what} failed`),
   });
+  const hub = new EdgeHub(meta, config.edgeLeaseMs);
+  await hub.start();
+  service.setPublisher((seq) => hub.publish(seq));
+  const edgeTokens = config.edgeToken ? [config.edgeToken] : credentials.signingSecrets.map((s) => deriveEdgeToken(s, nodeHmac));
   const app = await buildOriginApp({
     service, accessKey: credentials.accessKey, baseUrl: config.baseUrl, rateLimit: config.rateLimit, logLevel: config.logLevel,
     ...(opts.logStream ? { logStream: opts.logStream } : {}),
+    edges: { hub, tokens: edgeTokens },
   });
 
   const sweep = async () => {
@@ -66,11 +75,14 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     app,
     service,
     credentials,
+    hub,
     close() {
       closing ??= (async () => {
         clearInterval(timer);
         // In-flight requests finish; then nothing is left writing.
+        hub.endStreams();
         await app.close();
+        hub.close();
         await service.drain();
         await service.emptyTrash().catch(() => {});
         await blobs.close();

@@ -175,9 +175,13 @@ export class CofferService {
         throw errors.invalidField('part_size_mismatch', 'body', `Part ${input.partNumber} must decode to ${expected} bytes, not ${input.writer.bytesWritten}.`,
           { expected, received: input.writer.bytesWritten });
       }
+      // A part sent again replaces one the client was told it has: that answer must not be
+      // given until the new version is recorded for good, or a crash could bring the old one back.
+      const replacing = this.pendingParts.get(file.id)?.has(input.partNumber) || (await this.meta.read.getPart(file.id, input.partNumber)) !== undefined;
       const part = await this.blobs.commitPart(file.blob_key, input.uploadId, input.partNumber, input.writer);
       handedOver = true;
-      this.recordWhenDurable(file, input.partNumber, part);
+      const recorded = this.recordWhenDurable(file, input.partNumber, part, replacing);
+      if (replacing) await recorded;
       const received = new Set(await this.meta.read.partNumbers(file.id));
       for (const n of this.pendingParts.get(file.id)?.keys() ?? []) received.add(n);
       return { file_id: file.id, partNumber: input.partNumber, size: part.size, etag: part.etag, received_parts: received.size, part_count: count };
@@ -193,7 +197,7 @@ export class CofferService {
    */
   private readonly pendingParts = new Map<string, Map<number, Promise<void>>>();
 
-  private recordWhenDurable(file: StoredFile, partNumber: number, part: CommittedPart): void {
+  private recordWhenDurable(file: StoredFile, partNumber: number, part: CommittedPart, durableRecord: boolean): Promise<void> {
     let byPart = this.pendingParts.get(file.id);
     if (!byPart) {
       byPart = new Map();
@@ -217,7 +221,7 @@ export class CofferService {
           const previous = await tx.getPart(file.id, partNumber);
           await tx.upsertPart({ file_id: file.id, part_number: partNumber, size: part.size, etag: part.etag, updated_at: this.now() });
           return { stale: false as const, previous };
-        }, { durable: false });
+        }, { durable: durableRecord });
         if (outcome.stale) await drop(part.etag);
         else if (outcome.previous && outcome.previous.etag !== part.etag) await drop(outcome.previous.etag);
       })
@@ -227,6 +231,7 @@ export class CofferService {
         if (parts.size === 0 && this.pendingParts.get(file.id) === parts) this.pendingParts.delete(file.id);
       });
     parts.set(partNumber, task);
+    return task;
   }
 
   /** Waits for every answered part of every upload to be recorded: before a shutdown. */

@@ -241,6 +241,14 @@ export class KyselyMetadataStore implements MetadataStore {
     return rows.map(fileRow);
   }
 
+  async allFolders() {
+    return (await this.db.selectFrom('folders').selectAll().execute()).map(folderRow);
+  }
+
+  async allReadyFiles() {
+    return (await this.db.selectFrom('files').selectAll().where('status', '=', 'ready').execute()).map(fileRow);
+  }
+
   async eventsAfter(seq: number, limit: number): Promise<StoredEvent[]> {
     const rows = await this.db.selectFrom('events').selectAll().where('seq', '>', seq).orderBy('seq').limit(limit).execute();
     return rows.map((r) => ({

@@ -1,0 +1,213 @@
+/**
+ * An edge's copy of file bytes: small files in memory, the rest on disk, both bounded
+ * and evicted least-recently-used first. A file enters the cache only whole and with the
+ * SHA-256 its record names, so a partial fetch is never served; concurrent misses for one
+ * file share one fetch from the origin.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Transform } from 'node:stream';
+import type { EdgeFile } from './state.js';
+
+export interface CachedBytes {
+  /** Set for small files: the whole file. */
+  memory?: Buffer;
+  /** Set when the file is on disk. */
+  path?: string;
+  size: number;
+}
+
+interface DiskEntry {
+  path: string;
+  sha256: string;
+  size: number;
+}
+
+/** Files up to this size are also kept in memory. */
+export const MEMORY_FILE_LIMIT = 1 << 20;
+
+export class EdgeCache {
+  private readonly disk = new Map<string, DiskEntry>();
+  private readonly memory = new Map<string, { sha256: string; bytes: Buffer }>();
+  private readonly inflight = new Map<string, Promise<CachedBytes | null>>();
+  private diskBytes = 0;
+  private memoryBytes = 0;
+  private readonly blobDir: string;
+  private readonly tmpDir: string;
+
+  constructor(
+    dir: string,
+    readonly capacity: number,
+    private readonly memoryCapacity: number,
+    private readonly fetchBlob: (fileId: string) => Promise<IncomingMessage>,
+  ) {
+    this.blobDir = join(dir, 'blobs');
+    this.tmpDir = join(dir, 'tmp');
+  }
+
+  /** Finds what an earlier run left; `retain` then drops whatever is no longer current. */
+  async open(): Promise<void> {
+    await mkdir(this.blobDir, { recursive: true });
+    await rm(this.tmpDir, { recursive: true, force: true });
+    await mkdir(this.tmpDir, { recursive: true });
+    for (const name of await readdir(this.blobDir)) {
+      const m = /^([A-Za-z0-9_-]+)\.([0-9a-f]{64})$/.exec(name);
+      const path = join(this.blobDir, name);
+      if (!m) {
+        await rm(path, { force: true });
+        continue;
+      }
+      const size = (await stat(path)).size;
+      this.disk.set(m[1]!, { path, sha256: m[2]!, size });
+      this.diskBytes += size;
+    }
+  }
+
+  /** Keeps only the bytes of files that exist now with the same content. */
+  retain(current: ReadonlyMap<string, EdgeFile>): void {
+    for (const [id, entry] of this.disk) {
+      const file = current.get(id);
+      if (!file || file.sha256 !== entry.sha256) this.drop(id);
+    }
+  }
+
+  lookup(file: EdgeFile): CachedBytes | null {
+    const mem = this.memory.get(file.file_id);
+    if (mem && mem.sha256 === file.sha256) {
+      this.memory.delete(file.file_id);
+      this.memory.set(file.file_id, mem);
+      return { memory: mem.bytes, size: mem.bytes.length };
+    }
+    const entry = this.disk.get(file.file_id);
+    if (entry && entry.sha256 === file.sha256) {
+      this.disk.delete(file.file_id);
+      this.disk.set(file.file_id, entry);
+      return { path: entry.path, size: entry.size };
+    }
+    return null;
+  }
+
+  /** True when a fetch for this file is under way. */
+  fetching(fileId: string): boolean {
+    return this.inflight.has(fileId);
+  }
+
+  /**
+   * The file's bytes, fetched once however many ask. Resolves null when the file is too
+   * large for this cache or vanished meanwhile; `stillWanted` is asked once it is whole.
+   */
+  ensure(file: EdgeFile, stillWanted: () => boolean): Promise<CachedBytes | null> {
+    const hit = this.lookup(file);
+    if (hit) return Promise.resolve(hit);
+    if (file.size > this.capacity) return Promise.resolve(null);
+    let pending = this.inflight.get(file.file_id);
+    if (!pending) {
+      pending = this.fetch(file, stillWanted).finally(() => this.inflight.delete(file.file_id));
+      this.inflight.set(file.file_id, pending);
+    }
+    return pending;
+  }
+
+  private async fetch(file: EdgeFile, stillWanted: () => boolean): Promise<CachedBytes | null> {
+    const tmp = join(this.tmpDir, randomBytes(8).toString('hex'));
+    const hash = createHash('sha256');
+    const keep = file.size <= MEMORY_FILE_LIMIT && file.size <= this.memoryCapacity;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      const res = await this.fetchBlob(file.file_id);
+      if (res.statusCode === 404) {
+        res.resume();
+        return null;
+      }
+      if (res.statusCode !== 200) {
+        res.resume();
+        throw new Error(`origin answered ${res.statusCode} for the bytes of ${file.file_id}`);
+      }
+      const tap = new Transform({
+        transform(chunk: Buffer, _enc, cb) {
+          hash.update(chunk);
+          size += chunk.length;
+          if (keep) chunks.push(chunk);
+          cb(null, chunk);
+        },
+      });
+      await pipeline(res, tap, createWriteStream(tmp, { mode: 0o600 }));
+      const sha = hash.digest('hex');
+      if (size !== file.size || sha !== file.sha256) throw new Error(`the bytes of ${file.file_id} did not match their record`);
+      if (!stillWanted()) {
+        await rm(tmp, { force: true });
+        return null;
+      }
+      const path = join(this.blobDir, `${file.file_id}.${file.sha256}`);
+      await rename(tmp, path);
+      this.insertDisk(file.file_id, { path, sha256: file.sha256, size });
+      let memory: Buffer | undefined;
+      if (keep) {
+        memory = Buffer.concat(chunks, size);
+        this.insertMemory(file.file_id, file.sha256, memory);
+      }
+      return { path, size, ...(memory ? { memory } : {}) };
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
+  private insertDisk(id: string, entry: DiskEntry): void {
+    const old = this.disk.get(id);
+    if (old) {
+      this.disk.delete(id);
+      this.diskBytes -= old.size;
+      if (old.path !== entry.path) void unlink(old.path).catch(() => {});
+    }
+    this.disk.set(id, entry);
+    this.diskBytes += entry.size;
+    for (const [victim, e] of this.disk) {
+      if (this.diskBytes <= this.capacity) break;
+      if (victim === id) continue;
+      this.disk.delete(victim);
+      this.diskBytes -= e.size;
+      this.dropMemory(victim);
+      void unlink(e.path).catch(() => {});
+    }
+  }
+
+  private insertMemory(id: string, sha256: string, bytes: Buffer): void {
+    this.dropMemory(id);
+    this.memory.set(id, { sha256, bytes });
+    this.memoryBytes += bytes.length;
+    for (const [victim, e] of this.memory) {
+      if (this.memoryBytes <= this.memoryCapacity) break;
+      this.memory.delete(victim);
+      this.memoryBytes -= e.bytes.length;
+    }
+  }
+
+  private dropMemory(id: string): void {
+    const m = this.memory.get(id);
+    if (m) {
+      this.memory.delete(id);
+      this.memoryBytes -= m.bytes.length;
+    }
+  }
+
+  /** Forgets a file's bytes at once; the disk space is freed in the background. */
+  drop(id: string): void {
+    this.dropMemory(id);
+    const e = this.disk.get(id);
+    if (e) {
+      this.disk.delete(id);
+      this.diskBytes -= e.size;
+      void unlink(e.path).catch(() => {});
+    }
+  }
+
+  get usedBytes(): number {
+    return this.diskBytes;
+  }
+}

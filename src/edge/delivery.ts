@@ -1,0 +1,105 @@
+/**
+ * The delivery decision of contract §7 and the headers of an answer, kept free of Node's
+ * HTTP types so the same rules can run wherever an edge runs.
+ */
+import { verifyLink, type HmacSha256, type LinkCheck } from '../core/signing.js';
+import type { Visibility } from '../core/records.js';
+import type { EdgeFile } from './state.js';
+
+export type Decision =
+  | { kind: 'error'; status: number; code: string; message: string }
+  | { kind: 'serve'; signed: boolean; download: boolean };
+
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Splits a request target; refuses the path tricks an id never contains. */
+export function parseTarget(target: string): { path: string; query: string; id: string | null } | { error: string } {
+  const q = target.indexOf('?');
+  const path = q < 0 ? target : target.slice(0, q);
+  const query = q < 0 ? '' : target.slice(q + 1);
+  if (!path.startsWith('/files/')) return { path, query, id: null };
+  const id = path.slice(7);
+  if (ID.test(id)) return { path, query, id };
+  if (/%2f|%5c|%00|%2e|\.\.|\/|\\|\0/i.test(id)) return { error: 'The path is not a delivery path.' };
+  return { path, query, id: null };
+}
+
+const notFound: Decision = { kind: 'error', status: 404, code: 'not_found', message: 'No file is at this address.' };
+
+export function decide(
+  file: EdgeFile | undefined,
+  visibility: Visibility | undefined,
+  path: string,
+  query: string,
+  secrets: readonly string[],
+  nowSeconds: number,
+  hmac: HmacSha256,
+): Decision {
+  if (!file || !visibility) return notFound;
+  // Most public requests carry no query at all: no parsing then.
+  const check: LinkCheck = query === '' ? { kind: 'unsigned', download: false } : verifyLink(path, query, secrets, nowSeconds, hmac);
+  switch (check.kind) {
+    case 'invalid':
+      return { kind: 'error', status: 403, code: 'invalid_signature', message: 'The link is not valid: its signature does not match.' };
+    case 'expired':
+      return { kind: 'error', status: 403, code: 'link_expired', message: 'The link has expired; ask for a new one.' };
+    case 'unsigned':
+      if (visibility === 'Private') return { kind: 'error', status: 403, code: 'signature_required', message: 'This file is private: it needs a signed link.' };
+      return { kind: 'serve', signed: false, download: check.download };
+    case 'valid':
+      return { kind: 'serve', signed: true, download: check.download };
+  }
+}
+
+// Content a browser would run if shown inline on the delivery origin.
+const ACTIVE = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml|[a-z]+\/[a-z0-9.+-]*\+xml|text\/javascript|application\/javascript|application\/x-javascript)\b/i;
+export const isActiveContent = (contentType: string): boolean => ACTIVE.test(contentType.trim());
+
+/** RFC 6266: a plain ASCII `filename` for old clients and the exact name as `filename*`. */
+export function contentDisposition(name: string, attachment: boolean): string {
+  const fallback = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `${attachment ? 'attachment' : 'inline'}; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+}
+
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/** A single `bytes=` range; null to send the whole file, 'unsatisfiable' for 416. */
+export function parseRange(header: string | undefined, size: number): ByteRange | null | 'unsatisfiable' {
+  if (!header) return null;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  // Several ranges, or another unit: answering with the whole file is allowed.
+  if (!m) return null;
+  const [, a, b] = m;
+  if (a === '' && b === '') return null;
+  let start: number;
+  let end: number;
+  if (a === '') {
+    const suffix = Number(b);
+    if (suffix === 0) return 'unsatisfiable';
+    start = Math.max(0, size - suffix);
+    end = size - 1;
+  } else {
+    start = Number(a);
+    end = b === '' ? size - 1 : Math.min(Number(b), size - 1);
+    if (b !== '' && Number(b) < start) return null;
+  }
+  if (start >= size || size === 0) return 'unsatisfiable';
+  return { start, end };
+}
+
+/** If-None-Match wins over If-Modified-Since (RFC 9110 §13.2.2). */
+export function notModified(ifNoneMatch: string | undefined, ifModifiedSince: string | undefined, etag: string, lastModifiedMs: number): boolean {
+  if (ifNoneMatch !== undefined) {
+    if (ifNoneMatch.trim() === '*') return true;
+    return ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
+  }
+  if (ifModifiedSince !== undefined) {
+    const since = Date.parse(ifModifiedSince);
+    return Number.isFinite(since) && Math.floor(lastModifiedMs / 1000) * 1000 <= since;
+  }
+  return false;
+}

@@ -1,0 +1,217 @@
+/**
+ * Follows the origin's event log. The edge holds a lease while the origin answers its
+ * acknowledgements and it has applied everything: the lease runs from when an
+ * acknowledgement was sent, so the origin, which counts from when it received it, never
+ * stops waiting for this edge before the edge has stopped serving from its cache. A
+ * stream that goes silent (a partition drops packets without closing anything) is given
+ * up after one lease and opened again.
+ */
+import http from 'node:http';
+import { randomBytes } from 'node:crypto';
+import type { EdgeState, FeedEvent, Snapshot } from './state.js';
+
+export interface FollowerOptions {
+  originUrl: string;
+  token: string;
+  leaseMs: number;
+  state: EdgeState;
+  onError?: (what: string, err: unknown) => void;
+}
+
+const now = (): number => performance.now();
+
+export class FeedFollower {
+  readonly edgeId = randomBytes(9).toString('base64url');
+  private leaseUntil = 0;
+  private head = 0;
+  private request: http.ClientRequest | null = null;
+  private lastData = 0;
+  private ackInFlight = false;
+  private ackAgain = false;
+  private stopped = false;
+  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+  private readonly timers: NodeJS.Timeout[] = [];
+  private caughtUpResolve: (() => void) | null = null;
+  readonly caughtUp: Promise<void>;
+
+  constructor(private readonly opts: FollowerOptions) {
+    this.caughtUp = new Promise((resolve) => {
+      this.caughtUpResolve = resolve;
+    });
+  }
+
+  /** True while the edge may answer from its cache without asking the origin. */
+  serving(): boolean {
+    return now() < this.leaseUntil;
+  }
+
+  async start(): Promise<void> {
+    const snapshot = await this.retry(() => this.getJson<Snapshot>('/_edge/snapshot'));
+    this.opts.state.load(snapshot);
+    this.connect();
+    const beat = Math.max(25, Math.floor(this.opts.leaseMs / 4));
+    this.timers.push(setInterval(() => this.sendAck(), beat));
+    this.timers.push(setInterval(() => this.watch(), beat));
+    for (const t of this.timers) t.unref();
+    await this.caughtUp;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    this.request?.destroy();
+    this.agent.destroy();
+  }
+
+  private async retry<T>(fn: () => Promise<T>): Promise<T> {
+    for (let delay = 100; ; delay = Math.min(2000, delay * 2)) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (this.stopped) throw err;
+        this.opts.onError?.('reaching the origin', err);
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+
+  private headers(): http.OutgoingHttpHeaders {
+    return { authorization: `Bearer ${this.opts.token}` };
+  }
+
+  getJson<T>(path: string, timeoutMs = 30_000): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const req = http.get(this.opts.originUrl + path, { headers: this.headers(), agent: this.agent, timeout: timeoutMs }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode !== 200) reject(Object.assign(new Error(`origin answered ${res.statusCode}: ${text.slice(0, 200)}`), { status: res.statusCode }));
+          else {
+            try {
+              resolve(JSON.parse(text) as T);
+            } catch (err) {
+              reject(err);
+            }
+          }
+        });
+        res.on('error', reject);
+      });
+      req.on('timeout', () => req.destroy(new Error('origin did not answer in time')));
+      req.on('error', reject);
+    });
+  }
+
+  private connect(): void {
+    if (this.stopped) return;
+    const path = `/_edge/feed?after=${this.opts.state.seq}&edge=${this.edgeId}`;
+    this.lastData = now();
+    const req = http.get(this.opts.originUrl + path, { headers: { ...this.headers(), accept: 'text/event-stream' } }, (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        req.destroy(new Error(`feed answered ${res.statusCode}`));
+        return;
+      }
+      res.setEncoding('utf8');
+      let buffer = '';
+      res.on('data', (text: string) => {
+        this.lastData = now();
+        buffer += text;
+        let end: number;
+        let applied = false;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          applied = this.handle(block) || applied;
+        }
+        if (applied) this.sendAck();
+      });
+    });
+    req.on('error', () => {});
+    req.on('close', () => {
+      if (this.request === req) this.request = null;
+      if (!this.stopped) setTimeout(() => this.connect(), 100).unref();
+    });
+    this.request = req;
+  }
+
+  /** Applies one server-sent block; true when it asks for an acknowledgement. */
+  private handle(block: string): boolean {
+    let event = 'message';
+    let data = '';
+    for (const line of block.split('\n')) {
+      if (line.startsWith('event:')) event = line.slice(6).trim();
+      else if (line.startsWith('data:')) data += line.slice(5).trim();
+    }
+    try {
+      if (event === 'change') {
+        this.opts.state.apply(JSON.parse(data) as FeedEvent);
+        return true;
+      }
+      if (event === 'ping') {
+        const head = (JSON.parse(data) as { head: number }).head;
+        if (head > this.head) this.head = head;
+        return this.opts.state.seq >= this.head && !this.serving();
+      }
+    } catch (err) {
+      this.opts.onError?.('reading the feed', err);
+      this.request?.destroy();
+    }
+    return false;
+  }
+
+  /** A silent stream is as good as none: drop it and stop serving from cache until renewed. */
+  private watch(): void {
+    if (this.request && now() - this.lastData > this.opts.leaseMs) this.request.destroy();
+  }
+
+  private sendAck(): void {
+    if (this.stopped) return;
+    if (this.ackInFlight) {
+      this.ackAgain = true;
+      return;
+    }
+    this.ackInFlight = true;
+    this.ackAgain = false;
+    const sentAt = now();
+    const seq = this.opts.state.seq;
+    const body = JSON.stringify({ edge: this.edgeId, seq });
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      this.ackInFlight = false;
+      if (this.ackAgain) this.sendAck();
+    };
+    const req = http.request(this.opts.originUrl + '/_edge/ack', {
+      method: 'POST',
+      agent: this.agent,
+      timeout: Math.max(100, Math.floor(this.opts.leaseMs / 2)),
+      headers: { ...this.headers(), 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        try {
+          if (res.statusCode === 200) {
+            const answer = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { lease: boolean; head: number };
+            if (answer.head > this.head) this.head = answer.head;
+            if (answer.lease && seq >= answer.head) {
+              this.leaseUntil = Math.max(this.leaseUntil, sentAt + this.opts.leaseMs);
+              this.caughtUpResolve?.();
+              this.caughtUpResolve = null;
+            }
+          }
+        } catch {
+          // A garbled answer grants nothing.
+        }
+        finish();
+      });
+      res.on('error', finish);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', finish);
+    req.end(body);
+  }
+
+}

@@ -1,0 +1,116 @@
+/**
+ * What an edge knows of the origin's files and folders, kept current by the event feed.
+ * Effective visibility is derived here, so a folder switch changes every file below it
+ * without touching the files.
+ */
+import type { Visibility } from '../core/records.js';
+
+export interface EdgeFile {
+  file_id: string;
+  name: string;
+  visibility: Visibility;
+  folder_id: string | null;
+  size: number;
+  content_type: string;
+  sha256: string;
+  completed_at: number;
+  updated_at: number;
+}
+
+export interface EdgeFolder {
+  folder_id: string;
+  name: string;
+  visibility: Visibility;
+  parent_id: string | null;
+}
+
+export interface FeedEvent {
+  seq: number;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export interface Snapshot {
+  seq: number;
+  folders: EdgeFolder[];
+  files: EdgeFile[];
+}
+
+export interface StateListener {
+  fileReady(file: EdgeFile): void;
+  fileGone(fileId: string): void;
+}
+
+const MAX_DEPTH = 10_000;
+
+export class EdgeState {
+  readonly files = new Map<string, EdgeFile>();
+  readonly folders = new Map<string, EdgeFolder>();
+  seq = 0;
+  /** Bumped by every folder change: cached effective visibilities older than it are stale. */
+  private generation = 0;
+  private readonly effective = new Map<string, { generation: number; value: Visibility }>();
+
+  constructor(private readonly listener: StateListener) {}
+
+  load(snapshot: Snapshot): void {
+    const before = new Set(this.files.keys());
+    this.files.clear();
+    this.folders.clear();
+    this.effective.clear();
+    this.generation++;
+    for (const f of snapshot.folders) this.folders.set(f.folder_id, f);
+    for (const f of snapshot.files) this.files.set(f.file_id, f);
+    for (const id of before) if (!this.files.has(id)) this.listener.fileGone(id);
+    this.seq = snapshot.seq;
+  }
+
+  apply(event: FeedEvent): void {
+    if (event.seq <= this.seq) return;
+    const d = event.data;
+    switch (event.type) {
+      case 'file.ready':
+      case 'file.updated': {
+        const file = d as unknown as EdgeFile;
+        const previous = this.files.get(file.file_id);
+        this.files.set(file.file_id, file);
+        this.effective.delete(file.file_id);
+        if (event.type === 'file.ready' || !previous) this.listener.fileReady(file);
+        break;
+      }
+      case 'file.deleted': {
+        const id = d.file_id as string;
+        this.files.delete(id);
+        this.effective.delete(id);
+        this.listener.fileGone(id);
+        break;
+      }
+      case 'folder.created':
+      case 'folder.updated':
+        this.folders.set(d.folder_id as string, d as unknown as EdgeFolder);
+        this.generation++;
+        break;
+      case 'folder.deleted':
+        this.folders.delete(d.folder_id as string);
+        this.generation++;
+        break;
+    }
+    this.seq = event.seq;
+  }
+
+  /** Private if the file or any folder above it is Private. */
+  visibilityOf(file: EdgeFile): Visibility {
+    const cached = this.effective.get(file.file_id);
+    if (cached && cached.generation === this.generation) return cached.value;
+    let value: Visibility = file.visibility;
+    let folderId = file.folder_id;
+    for (let depth = 0; value === 'Public' && folderId !== null && depth < MAX_DEPTH; depth++) {
+      const folder = this.folders.get(folderId);
+      if (!folder) break;
+      if (folder.visibility === 'Private') value = 'Private';
+      folderId = folder.parent_id;
+    }
+    this.effective.set(file.file_id, { generation: this.generation, value });
+    return value;
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * What edges call on the origin, under /_edge/: the event feed, acknowledgements, a
+ * snapshot to start from, a file's record for a re-check, and the bytes. Edges present
+ * their own credential, never the access key.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { errors } from '../core/errors.js';
+import type { StoredFile } from '../core/ports.js';
+import type { CofferService } from '../service/service.js';
+import { ROOT_CONTEXT, fileEventData, folderEventData } from '../service/records.js';
+import type { EdgeHub } from './edge-hub.js';
+
+const digest = (v: string) => createHash('sha256').update(v).digest();
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+export function edgeTokenChecker(tokens: string[]): (header: string | undefined) => void {
+  const expected = tokens.map(digest);
+  return (header) => {
+    const match = header ? /^Bearer ([\x21-\x7e]+)$/i.exec(header.trim()) : null;
+    if (!match) throw errors.unauthorized('Edges send "Authorization: Bearer <EDGE_TOKEN>".');
+    const given = digest(match[1]!);
+    let ok = false;
+    for (const e of expected) ok = timingSafeEqual(given, e) || ok;
+    if (!ok) throw errors.unauthorized('The edge token is not valid.');
+  };
+}
+
+const edgeFile = (f: StoredFile) => fileEventData(f, ROOT_CONTEXT);
+
+export async function registerEdgeRoutes(root: FastifyInstance, service: CofferService, hub: EdgeHub, tokens: string[]): Promise<void> {
+  await root.register(async (app) => edgeRoutes(app, service, hub, tokens));
+}
+
+function edgeRoutes(app: FastifyInstance, service: CofferService, hub: EdgeHub, tokens: string[]): void {
+  const check = edgeTokenChecker(tokens);
+  app.addHook('onRequest', async (request) => check(request.headers.authorization));
+  const hidden = { hide: true };
+
+  app.get('/_edge/feed', { schema: hidden }, (request, reply) => {
+    const q = request.query as Record<string, string | undefined>;
+    const after = Number(q.after ?? 0);
+    const edge = q.edge ?? '';
+    if (!Number.isSafeInteger(after) || after < 0 || !ID.test(edge)) throw errors.invalidRequest('feed needs ?after=<seq>&edge=<id>.');
+    reply.hijack();
+    hub.attach(edge, after, reply.raw);
+  });
+
+  app.post('/_edge/ack', { schema: hidden }, async (request) => {
+    const body = request.body as { edge?: unknown; seq?: unknown } | undefined;
+    if (!body || typeof body.edge !== 'string' || !ID.test(body.edge) || typeof body.seq !== 'number' || !Number.isSafeInteger(body.seq)) {
+      throw errors.invalidRequest('ack needs {"edge": id, "seq": n}.');
+    }
+    return hub.ack(body.edge, body.seq);
+  });
+
+  app.get('/_edge/snapshot', { schema: hidden }, async () => {
+    // The sequence is read first: anything newer is replayed from the feed, and replay is idempotent.
+    const seq = await service.meta.lastEventSeq();
+    const [folders, files] = await Promise.all([service.meta.allFolders(), service.meta.allReadyFiles()]);
+    return { seq, folders: folders.map(folderEventData), files: files.map(edgeFile) };
+  });
+
+  app.get('/_edge/file/:id', { schema: hidden }, async (request) => {
+    const { id } = request.params as { id: string };
+    const file = ID.test(id) ? await service.meta.read.getFile(id) : undefined;
+    if (!file || file.status !== 'ready') throw errors.notFound('No such file.');
+    const chain = file.folder_id ? await service.meta.read.folderChain(file.folder_id) : [];
+    return { file: edgeFile(file), folders: chain.map(folderEventData), seq: hub.headSeq };
+  });
+
+  app.get('/_edge/blob/:id', { schema: hidden }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const file = ID.test(id) ? await service.meta.read.getFile(id) : undefined;
+    if (!file || file.status !== 'ready') throw errors.notFound('No such file.');
+    const stream = await service.blobs.read(file.blob_key);
+    reply.header('Content-Type', 'application/octet-stream');
+    reply.header('Content-Length', String(file.size));
+    reply.header('X-Sha256', file.sha256 ?? '');
+    return reply.send(stream);
+  });
+}

@@ -23,6 +23,8 @@ const now = (): number => performance.now();
 export class FeedFollower {
   readonly edgeId = randomBytes(9).toString('base64url');
   private leaseUntil = 0;
+  /** Counts feed streams; an answer to an acknowledgement sent on an earlier one grants nothing. */
+  private epoch = 0;
   private head = 0;
   private request: http.ClientRequest | null = null;
   private lastData = 0;
@@ -79,9 +81,11 @@ export class FeedFollower {
     return { authorization: `Bearer ${this.opts.token}` };
   }
 
-  getJson<T>(path: string, timeoutMs = 30_000): Promise<T> {
+  getJson<T>(path: string, timeoutMs = 30_000, agent: http.Agent = this.agent): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const req = http.get(this.opts.originUrl + path, { headers: this.headers(), agent: this.agent, timeout: timeoutMs }, (res) => {
+      // The deadline covers the whole exchange, including waiting for a socket.
+      const deadline = setTimeout(() => req.destroy(new Error('origin did not answer in time')), timeoutMs);
+      const req = http.get(this.opts.originUrl + path, { headers: this.headers(), agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
@@ -97,8 +101,8 @@ export class FeedFollower {
         });
         res.on('error', reject);
       });
-      req.on('timeout', () => req.destroy(new Error('origin did not answer in time')));
       req.on('error', reject);
+      req.on('close', () => clearTimeout(deadline));
     });
   }
 
@@ -130,6 +134,9 @@ export class FeedFollower {
     req.on('error', () => {});
     req.on('close', () => {
       if (this.request === req) this.request = null;
+      // Whatever ended the stream (an origin restart among others), trust nothing cached until caught up again.
+      this.leaseUntil = 0;
+      this.epoch++;
       if (!this.stopped) setTimeout(() => this.connect(), 100).unref();
     });
     this.request = req;
@@ -174,6 +181,7 @@ export class FeedFollower {
     this.ackInFlight = true;
     this.ackAgain = false;
     const sentAt = now();
+    const epoch = this.epoch;
     const seq = this.opts.state.seq;
     const body = JSON.stringify({ edge: this.edgeId, seq });
     let finished = false;
@@ -196,7 +204,7 @@ export class FeedFollower {
           if (res.statusCode === 200) {
             const answer = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { lease: boolean; head: number };
             if (answer.head > this.head) this.head = answer.head;
-            if (answer.lease && seq >= answer.head) {
+            if (answer.lease && epoch === this.epoch) {
               this.leaseUntil = Math.max(this.leaseUntil, sentAt + this.opts.leaseMs);
               this.caughtUpResolve?.();
               this.caughtUpResolve = null;

@@ -56,6 +56,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
   const log = pino({ level: config.logLevel, base: { role: 'edge' } }, opts.logStream ?? pino.destination(1));
   const capacity = config.edgeCacheBytes ?? (await defaultCapacity(dir));
   const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  const recheckAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const fetchBlob = (id: string) => new Promise<http.IncomingMessage>((resolve, reject) => {
     const req = http.get(`${origin}/_edge/blob/${id}`, { agent, headers: { authorization: `Bearer ${token}` }, timeout: 30_000 }, resolve);
     req.on('timeout', () => req.destroy(new Error('the origin did not send the bytes in time')));
@@ -66,11 +67,14 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
 
   // Completion events prefetch the bytes, a few at a time.
   const queue: EdgeFile[] = [];
+  /** Files whose completion asked for a prefetch that has not started yet. */
+  const queued = new Set<string>();
   let warming = 0;
   const isCurrent = (file: EdgeFile) => state.files.get(file.file_id)?.sha256 === file.sha256;
   const pump = () => {
     while (warming < PREWARM_CONCURRENCY && queue.length > 0) {
       const file = queue.shift()!;
+      queued.delete(file.file_id);
       if (!isCurrent(file)) continue;
       warming++;
       cache.ensure(file, () => isCurrent(file))
@@ -84,6 +88,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
   const state: EdgeState = new EdgeState({
     fileReady: (file) => {
       queue.push(file);
+      queued.add(file.file_id);
       pump();
     },
     fileGone: (id) => cache.drop(id),
@@ -142,14 +147,21 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     res.end(body);
   }
 
+  // After a failed re-check, requests are refused at once for a moment instead of each waiting.
+  let originDownUntil = 0;
+  const recheckTimeout = Math.max(100, Math.min(1000, Math.floor(config.edgeLeaseMs / 3)));
+
   /** Without a lease: the origin's word for this one request, or 503 when it cannot be had. */
   async function recheck(id: string): Promise<{ file: EdgeFile; visibility: Visibility } | null | 'unavailable'> {
+    if (performance.now() < originDownUntil) return 'unavailable';
     try {
-      const answer = await follower.getJson<{ file: EdgeFile; folders: EdgeFolder[] }>(`/_edge/file/${id}`, Math.min(2000, config.edgeLeaseMs));
+      const answer = await follower.getJson<{ file: EdgeFile; folders: EdgeFolder[] }>(`/_edge/file/${id}`, recheckTimeout, recheckAgent);
       const priv = answer.file.visibility === 'Private' || answer.folders.some((f) => f.visibility === 'Private');
       return { file: answer.file, visibility: priv ? 'Private' : 'Public' };
     } catch (err) {
-      return (err as { status?: number }).status === 404 ? null : 'unavailable';
+      if ((err as { status?: number }).status === 404) return null;
+      originDownUntil = performance.now() + 1000;
+      return 'unavailable';
     }
   }
 
@@ -268,8 +280,8 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     let bytes = cache.lookup(f);
     let xcache = 'HIT';
     if (!bytes) {
-      // A prefetch already under way was started by the completion, not by this request.
-      if (!cache.fetching(f.file_id)) xcache = 'MISS';
+      // A prefetch under way or queued was asked for by the completion, not by this request.
+      if (!cache.fetching(f.file_id) && !queued.has(f.file_id)) xcache = 'MISS';
       bytes = await cache.ensure(f, () => (leased ? isCurrent(f) : true));
       // The file may have been deleted or changed while its bytes were on their way.
       if (leased && !isCurrent(f)) {
@@ -314,6 +326,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
           server.closeIdleConnections();
         });
         agent.destroy();
+        recheckAgent.destroy();
       })();
       return closing;
     },

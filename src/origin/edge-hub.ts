@@ -13,6 +13,11 @@ interface EdgeSession {
   /** Monotonic time of the last acknowledgement received. */
   lastHeard: number;
   acked: number;
+  /**
+   * Set for a new edge and for one that went quiet for a lease: changes may have been
+   * answered without it, so it gets a lease only once it has caught up with the head.
+   */
+  mustCatchUp: boolean;
 }
 
 interface Stream {
@@ -108,17 +113,24 @@ export class EdgeHub {
     }
   }
 
-  /** Records an acknowledgement; the lease holds only for an edge that has everything. */
+  /**
+   * Records an acknowledgement. An edge that has been heard from within every lease since
+   * it caught up is waited for by every change, so it keeps its lease even while a burst
+   * of changes keeps it a little behind.
+   */
   ack(edgeId: string, seq: number): { lease: boolean; head: number } {
+    const at = now();
     let e = this.edges.get(edgeId);
     if (!e) {
-      e = { id: edgeId, lastHeard: now(), acked: seq };
+      e = { id: edgeId, lastHeard: at, acked: seq, mustCatchUp: true };
       this.edges.set(edgeId, e);
     }
-    e.lastHeard = now();
+    if (!this.live(e, at)) e.mustCatchUp = true;
+    e.lastHeard = at;
     if (seq > e.acked) e.acked = seq;
+    if (e.mustCatchUp && e.acked >= this.head) e.mustCatchUp = false;
     this.settle();
-    return { lease: e.acked >= this.head, head: this.head };
+    return { lease: !e.mustCatchUp, head: this.head };
   }
 
   /** Streams events after `after` to an edge, then every new one, as Server-Sent Events. */

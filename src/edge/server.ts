@@ -141,6 +141,17 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     return headers;
   }
 
+  // The complete header list of the commonest answer, built once per file and variant.
+  const hitHeaders = new WeakMap<string[], string[]>();
+  function fullHitHeaders(headers: string[], size: number): string[] {
+    let full = hitHeaders.get(headers);
+    if (!full) {
+      full = [...headers, 'Content-Length', String(size), 'X-Cache', 'HIT'];
+      hitHeaders.set(headers, full);
+    }
+    return full;
+  }
+
   function sendError(res: http.ServerResponse, status: number, code: string, message: string, extra: string[] = []): void {
     const body = errorBody(code, message);
     res.writeHead(status, ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body)), 'Cache-Control', 'no-store', 'X-Content-Type-Options', 'nosniff', ...extra]);
@@ -170,6 +181,8 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     if (range) {
       const length = range.end - range.start + 1;
       res.writeHead(206, [...headers, 'Content-Range', `bytes ${range.start}-${range.end}/${file.size}`, 'Content-Length', String(length), 'X-Cache', xcache]);
+    } else if (xcache === 'HIT') {
+      res.writeHead(200, fullHitHeaders(headers, file.size));
     } else {
       res.writeHead(200, [...headers, 'Content-Length', String(file.size), 'X-Cache', xcache]);
     }

@@ -8,7 +8,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const CLI = resolve(dirname(fileURLToPath(import.meta.url)), '../../dist/cli/main.js');
+/** The built CLI; COFFER_TEST_CLI points the tests at another build. */
+export const CLI = process.env.COFFER_TEST_CLI ?? resolve(dirname(fileURLToPath(import.meta.url)), '../../dist/cli/main.js');
 
 export interface Exit {
   code: number | null;

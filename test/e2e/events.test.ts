@@ -1,0 +1,113 @@
+/** The event log edges follow, and the self-description of the interface. */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+
+describe('event log', () => {
+  let o: TestOrigin;
+  beforeAll(async () => { o = await startTestOrigin(); });
+  afterAll(async () => { await o.close(); });
+
+  const eventsSince = async (seq: number) => o.origin.service.meta.eventsAfter(seq, 1000);
+
+  it('appends one event per change, with increasing sequence numbers, in the same transaction', async () => {
+    const start = await o.origin.service.meta.lastEventSeq();
+    const folder = (await o.post('/collections/folder/create', { name: 'logged', visibility: 'Public' })).body;
+    const sub = (await o.post('/collections/folder/create', { name: 'sub', visibility: 'Public', parent_id: folder.folder_id })).body;
+    const file = await uploadBytes(o, Buffer.from('event bytes'), { folder_id: sub.folder_id, name: 'e.txt' });
+    await o.post('/collections/file/update', { file_id: file.file_id, name: 'renamed.txt' });
+    await o.post('/collections/file/update', { file_id: file.file_id, visibility: 'Private' });
+    await o.post('/collections/file/update', { file_id: file.file_id, folder_id: folder.folder_id });
+    await o.post('/collections/folder/update', { folder_id: sub.folder_id, name: 'sub2' });
+    await o.post('/collections/folder/update', { folder_id: sub.folder_id, visibility: 'Private' });
+    await o.post('/collections/folder/update', { folder_id: sub.folder_id, parent_id: null });
+    // A no-op update changes nothing and logs nothing.
+    await o.post('/collections/file/update', { file_id: file.file_id, name: 'renamed.txt' });
+    await o.post('/collections/file/delete', { file_id: file.file_id });
+    await o.post('/collections/folder/delete', { folder_id: folder.folder_id, recursive: true });
+
+    const events = await eventsSince(start);
+    expect(events.map((e) => e.type)).toEqual([
+      'folder.created', 'folder.created', 'file.ready', 'file.updated', 'file.updated', 'file.updated',
+      'folder.updated', 'folder.updated', 'folder.updated', 'file.deleted', 'folder.deleted',
+    ]);
+    for (let i = 1; i < events.length; i++) expect(events[i]!.seq).toBeGreaterThan(events[i - 1]!.seq);
+    const ready = events[2]!;
+    expect(ready.file_id).toBe(file.file_id);
+    expect(ready.data).toMatchObject({ file_id: file.file_id, name: 'e.txt', folder_id: sub.folder_id, sha256: file.sha256, size: 11, visibility: 'Public' });
+    expect(events[4]!.data).toMatchObject({ visibility: 'Private', effective_visibility: 'Private' });
+    expect(events[5]!.data).toMatchObject({ folder_id: folder.folder_id });
+    expect(events[8]!.data).toMatchObject({ folder_id: sub.folder_id, parent_id: null, visibility: 'Private', name: 'sub2' });
+  });
+
+  it('logs nothing for uploads that are not complete, and a recursive delete logs every file and folder', async () => {
+    const folder = (await o.post('/collections/folder/create', { name: 'tree', visibility: 'Public' })).body;
+    const inner = (await o.post('/collections/folder/create', { name: 'inner', visibility: 'Public', parent_id: folder.folder_id })).body;
+    const a = await uploadBytes(o, Buffer.from('a'), { folder_id: folder.folder_id });
+    const b = await uploadBytes(o, Buffer.from('b'), { folder_id: inner.folder_id });
+    const start = await o.origin.service.meta.lastEventSeq();
+    await o.post('/collections/upload/file', { name: 'open.bin', visibility: 'Public', size: 3, file_type: 'other', folder_id: inner.folder_id });
+    expect(await eventsSince(start)).toEqual([]);
+    await o.post('/collections/folder/delete', { folder_id: folder.folder_id, recursive: true });
+    const events = await eventsSince(start);
+    expect(events.filter((e) => e.type === 'file.deleted').map((e) => e.file_id).sort()).toEqual([a.file_id, b.file_id].sort());
+    expect(events.filter((e) => e.type === 'folder.deleted').map((e) => e.folder_id).sort()).toEqual([folder.folder_id, inner.folder_id].sort());
+  });
+
+  it('keeps the log across a restart of the origin', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'coffer-events-'));
+    try {
+      const settings = { COFFER_DATA_DIR: dir, COFFER_ACCESS_KEY: 'k', COFFER_SIGNING_SECRET: 's' };
+      const first = await startTestOrigin(settings);
+      await first.post('/collections/folder/create', { name: 'kept', visibility: 'Private' });
+      const before = await first.origin.service.meta.eventsAfter(0, 100);
+      await first.close();
+      const second = await startTestOrigin(settings);
+      expect(await second.origin.service.meta.eventsAfter(0, 100)).toEqual(before);
+      await second.post('/collections/folder/create', { name: 'next', visibility: 'Public' });
+      const after = await second.origin.service.meta.eventsAfter(0, 100);
+      expect(after[after.length - 1]!.seq).toBeGreaterThan(before[before.length - 1]!.seq);
+      await second.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('interface description', () => {
+  let o: TestOrigin;
+  beforeAll(async () => { o = await startTestOrigin(); });
+  afterAll(async () => { await o.close(); });
+
+  it('serves an OpenAPI 3.1 document of every endpoint, from the schemas that validate requests', async () => {
+    const res = await fetch(`${o.url}/openapi.json`);
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as any;
+    expect(doc.openapi).toBe('3.1.0');
+    const paths = Object.keys(doc.paths).sort();
+    expect(paths).toEqual([
+      '/collections/create-link', '/collections/file/delete', '/collections/file/download', '/collections/file/get', '/collections/file/update',
+      '/collections/folder/create', '/collections/folder/delete', '/collections/folder/get', '/collections/folder/update',
+      '/collections/list', '/collections/search',
+      '/collections/upload/abort', '/collections/upload/complete-upload', '/collections/upload/file', '/collections/upload/file-progress', '/collections/upload/status',
+    ]);
+    const initiate = doc.paths['/collections/upload/file'].post;
+    const schema = initiate.requestBody.content['application/json'].schema;
+    expect(schema.required).toEqual(expect.arrayContaining(['name', 'visibility', 'size', 'file_type']));
+    expect(schema.additionalProperties).toBe(false);
+    expect(initiate.responses['200']).toBeDefined();
+    expect(initiate.responses['409'] ?? initiate.responses['400']).toBeDefined();
+    expect(doc.components.securitySchemes.accessKey.scheme).toBe('bearer');
+    // The edges' feed is not part of the public interface.
+    expect(paths.some((p) => p.startsWith('/_edge'))).toBe(false);
+  });
+
+  it('serves a readable reference page at /docs', async () => {
+    const res = await fetch(`${o.url}/docs/`, { redirect: 'follow' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/html');
+    expect(await res.text()).toContain('swagger');
+  });
+});

@@ -9,8 +9,10 @@
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
+import { setMaxListeners } from "node:events";
 import fs from "node:fs";
 import http from "node:http";
+import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
@@ -470,6 +472,7 @@ export class TimeoutError extends Error {}
  */
 export async function bounded<T>(what: string, ms: number, children: Child[], fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
+  setMaxListeners(0, controller.signal); // many concurrent requests and sleeps may listen to it
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
@@ -738,6 +741,40 @@ export function allowedCpus(): number[] | null {
     for (let c = a; c <= end; c++) cpus.push(c);
   }
   return cpus;
+}
+
+export interface CpuTicks {
+  /**
+   * user + nice + system, in clock ticks: time charged to processes. Interrupt and
+   * softirq time (loopback networking, much of it) is left out because no process
+   * is charged for it, so it would look like a neighbour's.
+   */
+  busy: number;
+  /** All time, including idle, iowait, irq, softirq and steal. */
+  total: number;
+}
+
+/** Times of one CPU (or of all, when cpu is null) from /proc/stat, or null. */
+export function cpuTicks(cpu: number | null): CpuTicks | null {
+  let text: string;
+  try {
+    text = fs.readFileSync("/proc/stat", "utf8");
+  } catch {
+    return null;
+  }
+  const name = cpu === null ? "cpu" : `cpu${cpu}`;
+  const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+  if (line === undefined) return null;
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  if ([user, nice, system, idle, iowait, irq, softirq, steal].some((x) => x === undefined || !Number.isFinite(x))) return null;
+  const busy = user! + nice! + system!;
+  return { busy, total: busy + idle! + iowait! + irq! + softirq! + steal! };
+}
+
+/** The 1-minute load average, or null. */
+export function loadAverage(): number | null {
+  const l = os.loadavg()[0];
+  return l === undefined || !Number.isFinite(l) ? null : l;
 }
 
 // ---------------------------------------------------------------------------

@@ -34,12 +34,14 @@ import {
   ChildFailure,
   commandExists,
   commandPath,
+  cpuTicks,
   createLink,
   errorCode,
   errorMessage,
   fmt,
   header,
   installExitHandlers,
+  loadAverage,
   log,
   makeWorkDir,
   median,
@@ -477,6 +479,11 @@ interface RunRecord {
   serverCpuPct: number | null;
   /** CPU used by the origin during an edge run, as % of one core. */
   originCpuPct: number | null;
+  /**
+   * Share of the servers' CPU (when pinned) that went to processes outside this
+   * benchmark during the run, in %: a noisy neighbour makes the figures unfair.
+   */
+  otherCpuPct: number | null;
   socketErrors: number;
 }
 
@@ -486,6 +493,7 @@ interface ServerResult {
   medianMiBPerSec: number | null;
   medianP99Ms: number | null;
   medianServerCpuPct: number | null;
+  medianOtherCpuPct: number | null;
 }
 
 interface ScenarioResult {
@@ -539,6 +547,7 @@ interface Summary {
   nginx: string | null;
   wrk: string | null;
   pinning: string;
+  loadAverageAtStart: number | null;
   rounds: number;
   durationS: number;
   warmupS: number;
@@ -596,7 +605,7 @@ function renderReport(opts: Options, s: Summary): string {
   lines.push(s.pinning);
   lines.push("");
   const rounds = Array.from({ length: opts.rounds }, (_, i) => `round ${i + 1}`);
-  const rows: string[][] = [["scenario", "server", ...rounds, "median req/s", "median MiB/s", "p99 ms", "server CPU"]];
+  const rows: string[][] = [["scenario", "server", ...rounds, "median req/s", "median MiB/s", "p99 ms", "server CPU", "others"]];
   for (const r of s.scenarios) {
     const row = (name: string, res: ServerResult): string[] => [
       name === "edge" ? `${r.label} [${r.unit}, -c${r.connections}]` : "",
@@ -609,6 +618,7 @@ function renderReport(opts: Options, s: Summary): string {
       fmt(res.medianMiBPerSec, 1),
       fmt(res.medianP99Ms, 2),
       res.medianServerCpuPct === null ? "n/a" : `${fmt(res.medianServerCpuPct, 0)}%`,
+      res.medianOtherCpuPct === null ? "n/a" : `${fmt(res.medianOtherCpuPct, 0)}%`,
     ];
     rows.push(row("edge", r.edge));
     if (r.nginx !== null) rows.push(row(r.id === "signed" ? "nginx (plain)" : "nginx", r.nginx));
@@ -616,7 +626,13 @@ function renderReport(opts: Options, s: Summary): string {
   lines.push(...renderTable(rows, 2));
   lines.push("(req/s and MiB/s from wrk's Requests/sec and Transfer/sec, 1 MiB = 2^20 bytes; medians over rounds;");
   lines.push(" p99 ms = wrk's 99th percentile latency, median over rounds; server CPU = CPU time of the edge or nginx");
-  lines.push(" process during the run as % of one core; the origin's share during edge runs is in --json)");
+  lines.push(" process during the run as % of one core; others = % of the servers' CPU used by processes outside this");
+  lines.push(" benchmark (pinned runs only); the origin's share during edge runs is in --json)");
+  const noisy = s.scenarios.some((r) => [r.edge, r.nginx].some((x) => x !== null && (x.medianOtherCpuPct ?? 0) > 10));
+  if (noisy) lines.push("warning: other processes used more than 10% of the servers' CPU in some runs: the figures are unreliable; rerun on a quiet machine");
+  if (s.loadAverageAtStart !== null && s.loadAverageAtStart > 0.5) {
+    lines.push(`note: the 1-minute load average was ${fmt(s.loadAverageAtStart, 2)} when the benchmark started`);
+  }
   const misses = s.scenarios.filter((r) => r.missesBeforeRuns > 0);
   for (const r of misses) lines.push(`warning: ${r.label}: the edge answered X-Cache: MISS before ${r.missesBeforeRuns} measured run(s)`);
   lines.push("");
@@ -659,6 +675,10 @@ async function main(): Promise<number> {
     const wrkVersion = versionOf(tools.wrk, ["-v"], /wrk (\S+)/);
     const { pinning, note } = planPinning(opts.pin);
     log(note);
+    const loadAvgStart = loadAverage();
+    if (loadAvgStart !== null && loadAvgStart > os.availableParallelism() / 4) {
+      log(`note: the 1-minute load average is ${fmt(loadAvgStart, 2)} on ${os.availableParallelism()} CPUs: other work may disturb the figures`);
+    }
 
     const workDir = makeWorkDir(opts.tmpBase, "coffer-delivery-", opts.keepData);
     // nginx (possibly running as another user) must be able to reach the served files.
@@ -744,16 +764,19 @@ async function main(): Promise<number> {
       bytes: s.bytes,
       connections: s.connections,
       unit: s.unit,
-      edge: { runs: [], medianReqPerSec: null, medianMiBPerSec: null, medianP99Ms: null, medianServerCpuPct: null },
-      nginx: s.nginxPath === null ? null : { runs: [], medianReqPerSec: null, medianMiBPerSec: null, medianP99Ms: null, medianServerCpuPct: null },
+      edge: { runs: [], medianReqPerSec: null, medianMiBPerSec: null, medianP99Ms: null, medianServerCpuPct: null, medianOtherCpuPct: null },
+      nginx: s.nginxPath === null ? null : { runs: [], medianReqPerSec: null, medianMiBPerSec: null, medianP99Ms: null, medianServerCpuPct: null, medianOtherCpuPct: null },
       missesBeforeRuns: 0,
     }));
 
     const measure = async (s: Scenario, server: Server, durationS: number): Promise<RunRecord> => {
       const url = server === "edge" ? `${edge}${s.edgePath}` : `${nginx.url}${s.nginxPath ?? ""}`;
       const target = server === "edge" ? coffer.edge : nginx.child;
+      const ours = (): number => [coffer.origin, coffer.edge, nginx.child].reduce((n, c) => n + (c.cpuMs() ?? 0), 0);
       const cpu0 = target.cpuMs();
       const origin0 = server === "edge" ? coffer.origin.cpuMs() : null;
+      const ours0 = ours();
+      const core0 = pinning === null ? null : cpuTicks(pinning.serverCpu);
       const t0 = performance.now();
       const res = await bounded(`wrk ${s.id} ${server}`, (durationS + s.timeoutS + 30) * 1000, [target, coffer.origin], () =>
         runWrk(tools.wrk, pinning, url, s.connections, durationS, s.timeoutS),
@@ -761,6 +784,12 @@ async function main(): Promise<number> {
       const wallMs = performance.now() - t0;
       const cpu1 = target.cpuMs();
       const origin1 = server === "edge" ? coffer.origin.cpuMs() : null;
+      const core1 = pinning === null ? null : cpuTicks(pinning.serverCpu);
+      let otherCpuPct: number | null = null;
+      if (core0 !== null && core1 !== null && core1.total > core0.total) {
+        const busyPct = ((core1.busy - core0.busy) / (core1.total - core0.total)) * 100;
+        otherCpuPct = Math.max(0, busyPct - ((ours() - ours0) / wallMs) * 100);
+      }
       return {
         reqPerSec: res.reqPerSec,
         mibPerSec: res.bytesPerSec / MiB,
@@ -768,6 +797,7 @@ async function main(): Promise<number> {
         p99Ms: res.p99Ms,
         serverCpuPct: cpu0 === null || cpu1 === null ? null : ((cpu1 - cpu0) / wallMs) * 100,
         originCpuPct: origin0 === null || origin1 === null ? null : ((origin1 - origin0) / wallMs) * 100,
+        otherCpuPct,
         socketErrors: res.socketErrors.read + res.socketErrors.write + res.socketErrors.timeout,
       };
     };
@@ -798,6 +828,7 @@ async function main(): Promise<number> {
             `round ${round}/${opts.rounds} ${s.id.padEnd(7)} ${server.padEnd(5)} ${main.padStart(14)}  ` +
               `(p99 ${fmt(run.p99Ms, 2)} ms, server CPU ${fmt(run.serverCpuPct, 0)}%` +
               `${run.originCpuPct === null ? "" : `, origin CPU ${fmt(run.originCpuPct, 0)}%`}` +
+              `${run.otherCpuPct === null ? "" : `, others on its CPU ${fmt(run.otherCpuPct, 0)}%`}` +
               `${run.socketErrors > 0 ? `, ${run.socketErrors} socket errors` : ""})`,
           );
         }
@@ -811,11 +842,13 @@ async function main(): Promise<number> {
         res.medianMiBPerSec = round2(median(res.runs.map((x) => x.mibPerSec)));
         res.medianP99Ms = round2(median(res.runs.flatMap((x) => (x.p99Ms === null ? [] : [x.p99Ms]))));
         res.medianServerCpuPct = round2(median(res.runs.flatMap((x) => (x.serverCpuPct === null ? [] : [x.serverCpuPct]))));
+        res.medianOtherCpuPct = round2(median(res.runs.flatMap((x) => (x.otherCpuPct === null ? [] : [x.otherCpuPct]))));
         for (const run of res.runs) {
           run.reqPerSec = round2(run.reqPerSec)!;
           run.mibPerSec = round2(run.mibPerSec)!;
           run.serverCpuPct = round2(run.serverCpuPct);
           run.originCpuPct = round2(run.originCpuPct);
+          run.otherCpuPct = round2(run.otherCpuPct);
         }
       }
     }
@@ -826,6 +859,7 @@ async function main(): Promise<number> {
       nginx: nginxVersion,
       wrk: wrkVersion,
       pinning: note,
+      loadAverageAtStart: round2(loadAvgStart),
       rounds: opts.rounds,
       durationS: opts.durationS,
       warmupS: opts.warmupS,

@@ -37,6 +37,7 @@ import {
   fmt,
   header,
   installExitHandlers,
+  loadAverage,
   log,
   makeWorkDir,
   median,
@@ -392,12 +393,22 @@ interface PrewarmRound {
   firstAnswer: Record<string, number>;
   otherStatuses: Record<string, number>;
   deleteMs: number;
+  /** CPU used from complete-upload's answer until all HITs (or the limit), in ms. */
+  originCpuMs: number | null;
+  edgesCpuMs: number | null;
+  waitMs: number;
 }
 
 async function prewarmRound(fleet: Fleet, opts: Options, round: number, checks: Checks, signal: AbortSignal): Promise<PrewarmRound> {
   const data = randomBytes(opts.prewarmBytes);
   const up = await uploadFile(fleet.api, data, { name: `prewarm-${round}.bin`, visibility: "Public", signal });
+  const edgesCpu = (): number => fleet.edges.reduce((n, e) => n + (e.child.cpuMs() ?? 0), 0);
+  const origin0 = fleet.origin.cpuMs();
+  const edges0 = edgesCpu();
   const wait = await waitAllHit(fleet.edges, up.deliveryPath, up.completedAt, opts, signal);
+  const waitMs = performance.now() - up.completedAt;
+  const origin1 = fleet.origin.cpuMs();
+  const edges1 = edgesCpu();
   const hits = wait.hitMs.filter((x): x is number => x !== null);
   const allHitMs = hits.length === fleet.edges.length ? Math.max(...hits) : null;
   for (const edge of pickRandom(fleet.edges, opts.verify)) {
@@ -417,6 +428,9 @@ async function prewarmRound(fleet: Fleet, opts: Options, round: number, checks: 
     firstAnswer: wait.firstAnswer,
     otherStatuses: wait.otherStatuses,
     deleteMs: performance.now() - t,
+    originCpuMs: origin0 === null || origin1 === null ? null : origin1 - origin0,
+    edgesCpuMs: edges1 - edges0,
+    waitMs,
   };
 }
 
@@ -540,6 +554,7 @@ interface Summary {
   node: string;
   edges: number;
   cacheBytes: number;
+  loadAverageAtStart: number | null;
   startupMs: number;
   rssMB: { originAfterStartup: number | null; edgesTotalAfterStartup: number | null; edgeMedianAfterStartup: number | null; edgesTotalAtEnd: number | null };
   prewarm: { bytes: number; rounds: PrewarmRound[]; medianAllHitMs: number | null; failedRounds: number };
@@ -566,9 +581,15 @@ function renderReport(opts: Options, s: Summary): string {
       `origin ${fmt(s.rssMB.originAfterStartup, 0)} MB, edges ${fmt(s.rssMB.edgesTotalAfterStartup, 0)} MB in total ` +
       `(median ${fmt(s.rssMB.edgeMedianAfterStartup, 0)} MB each); at the end ${fmt(s.rssMB.edgesTotalAtEnd, 0)} MB in total`,
   );
+  if (s.loadAverageAtStart !== null && s.loadAverageAtStart > os.availableParallelism() / 4) {
+    lines.push(`note: the 1-minute load average was ${fmt(s.loadAverageAtStart, 2)} on ${os.availableParallelism()} CPUs at the start: other work may disturb the figures`);
+  }
   lines.push("");
   lines.push(`prewarm: ${fmt(s.prewarm.bytes / MiB, 0)} MiB Public file; ms from complete-upload's answer until each edge answers HEAD with X-Cache: HIT`);
-  const pre: string[][] = [["round", "complete-upload ms", "first edge HIT", "median edge HIT", `all ${s.edges} HIT`, "first answers"]];
+  const pre: string[][] = [
+    ["round", "complete-upload ms", "first edge HIT", "median edge HIT", `all ${s.edges} HIT`, "incl. complete", "CPU origin / edges", "first answers"],
+  ];
+  const cpuShare = (ms: number | null, r: PrewarmRound): string => (ms === null || r.waitMs <= 0 ? "n/a" : `${fmt((ms / r.waitMs) * 100, 0)}%`);
   s.prewarm.rounds.forEach((r, i) =>
     pre.push([
       String(i + 1),
@@ -576,12 +597,16 @@ function renderReport(opts: Options, s: Summary): string {
       fmt(r.firstHitMs, 0),
       fmt(r.medianHitMs, 0),
       r.allHitMs === null ? `only ${r.edgesHit} in ${opts.phaseTimeoutMs / 1000} s` : fmt(r.allHitMs, 0),
+      r.allHitMs === null ? "n/a" : fmt(r.completeMs + r.allHitMs, 0),
+      `${cpuShare(r.originCpuMs, r)} / ${cpuShare(r.edgesCpuMs, r)}`,
       Object.entries(r.firstAnswer)
         .map(([k, v]) => `${v}x ${k}`)
         .join(", "),
     ]),
   );
   lines.push(...renderTable(pre, 1).map((l) => `  ${l}`));
+  lines.push("  (incl. complete = complete-upload's own time + all HIT, i.e. from the moment the upload was complete;");
+  lines.push("   CPU: time used by the origin / by all edges together while waiting, as % of one core)");
   lines.push("");
   const row = (name: string, st: LatencyStats, target: string, pass: boolean | null | undefined): string[] => [
     name,
@@ -641,6 +666,10 @@ async function main(): Promise<number> {
 
   let fleet: Fleet | null = null;
   try {
+    const loadAvgStart = loadAverage();
+    if (loadAvgStart !== null && loadAvgStart > os.availableParallelism() / 4) {
+      log(`note: the 1-minute load average is ${fmt(loadAvgStart, 2)} on ${os.availableParallelism()} CPUs: other work may disturb the figures`);
+    }
     const workDir = makeWorkDir(opts.tmpBase, "coffer-fleet-", opts.keepData);
     log(`work dir: ${workDir}${opts.keepData ? " (kept)" : ""}`);
     log(`starting the origin and ${opts.edges} edges...`);
@@ -686,6 +715,7 @@ async function main(): Promise<number> {
       node: process.version,
       edges: f.edges.length,
       cacheBytes: opts.cacheBytes,
+      loadAverageAtStart: round2(loadAvgStart),
       startupMs: Math.round(f.startupMs),
       rssMB: {
         originAfterStartup: round2(originRss === null ? null : (originRss * 1024) / MB),
@@ -702,6 +732,9 @@ async function main(): Promise<number> {
           medianHitMs: round2(r.medianHitMs),
           allHitMs: round2(r.allHitMs),
           deleteMs: round2(r.deleteMs)!,
+          originCpuMs: round2(r.originCpuMs),
+          edgesCpuMs: round2(r.edgesCpuMs),
+          waitMs: round2(r.waitMs)!,
         })),
         medianAllHitMs: medianAllHit,
         failedRounds,

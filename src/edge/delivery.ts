@@ -26,18 +26,42 @@ export function parseTarget(target: string): { path: string; query: string; id: 
 
 const notFound: Decision = { kind: 'error', status: 404, code: 'not_found', message: 'No file is at this address.' };
 
+/**
+ * Checks links, remembering the ones whose signature was right: a link is fetched again
+ * and again (players ask for ranges, pages reload), and its signature cannot change.
+ * Expiry is still checked on every request.
+ */
+export class LinkChecker {
+  private readonly good = new Map<string, { expires: number; download: boolean }>();
+
+  constructor(private readonly secrets: readonly string[], private readonly hmac: HmacSha256, private readonly capacity = 10_000) {}
+
+  check(path: string, query: string, nowSeconds: number): LinkCheck {
+    const key = `${path}?${query}`;
+    const known = this.good.get(key);
+    if (known) {
+      return nowSeconds > known.expires ? { kind: 'expired', expires: known.expires } : { kind: 'valid', expires: known.expires, download: known.download };
+    }
+    const result = verifyLink(path, query, this.secrets, nowSeconds, this.hmac);
+    if (result.kind === 'valid') {
+      if (this.good.size >= this.capacity) this.good.delete(this.good.keys().next().value!);
+      this.good.set(key, { expires: result.expires, download: result.download });
+    }
+    return result;
+  }
+}
+
 export function decide(
   file: EdgeFile | undefined,
   visibility: Visibility | undefined,
   path: string,
   query: string,
-  secrets: readonly string[],
+  links: LinkChecker,
   nowSeconds: number,
-  hmac: HmacSha256,
 ): Decision {
   if (!file || !visibility) return notFound;
   // Most public requests carry no query at all: no parsing then.
-  const check: LinkCheck = query === '' ? { kind: 'unsigned', download: false } : verifyLink(path, query, secrets, nowSeconds, hmac);
+  const check: LinkCheck = query === '' ? { kind: 'unsigned', download: false } : links.check(path, query, nowSeconds);
   switch (check.kind) {
     case 'invalid':
       return { kind: 'error', status: 403, code: 'invalid_signature', message: 'The link is not valid: its signature does not match.' };

@@ -4,8 +4,7 @@
  * request with the origin, or answering 503, while it does not.
  */
 import http from 'node:http';
-import { createReadStream } from 'node:fs';
-import { statfs, writeFile, rename as renameFile, mkdir } from 'node:fs/promises';
+import { open, statfs, writeFile, rename as renameFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { Config } from '../config/config.js';
@@ -14,7 +13,7 @@ import { deriveEdgeToken } from '../core/edge-token.js';
 import { nodeHmac } from '../core/hmac-node.js';
 import type { Visibility } from '../core/records.js';
 import { EdgeCache, type CachedBytes } from './cache.js';
-import { contentDisposition, decide, isActiveContent, notModified, parseRange, parseTarget, type ByteRange } from './delivery.js';
+import { LinkChecker, contentDisposition, decide, isActiveContent, notModified, parseRange, parseTarget, type ByteRange } from './delivery.js';
 import { FeedFollower } from './follower.js';
 import { EdgeState, type EdgeFile, type EdgeFolder } from './state.js';
 
@@ -28,6 +27,12 @@ export interface RunningEdge {
 }
 
 const PREWARM_CONCURRENCY = 4;
+const STREAM_BUFFER = 1 << 20;
+const spareBuffers: Buffer[] = [];
+const takeBuffer = (): Buffer => spareBuffers.pop() ?? Buffer.allocUnsafeSlow(STREAM_BUFFER);
+const returnBuffer = (b: Buffer): void => {
+  if (spareBuffers.length < 32) spareBuffers.push(b);
+};
 const GIB = 1024 ** 3;
 
 async function defaultCapacity(dir: string): Promise<number> {
@@ -114,6 +119,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
   }, 1000);
   saver.unref();
 
+  const links = new LinkChecker(secrets, nodeHmac);
   const publicCache = config.publicMaxAge !== undefined ? `public, max-age=${config.publicMaxAge}` : 'public, no-cache';
   const headerCache = new WeakMap<EdgeFile, Map<string, string[]>>();
 
@@ -200,9 +206,40 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       res.end();
       return;
     }
-    const stream = createReadStream(bytes.path!, { start, end, highWaterMark: 1 << 20 });
-    stream.on('error', () => res.destroy());
-    stream.pipe(res);
+    streamFile(bytes.path!, start, end, res).catch(() => res.destroy());
+  }
+
+  /**
+   * Sends a byte range of a cached file through two reused buffers: one is read while the
+   * other is written, and nothing is allocated per chunk.
+   */
+  async function streamFile(path: string, start: number, end: number, res: http.ServerResponse): Promise<void> {
+    // A client that goes away mid-file fails the write; that is the end of it, not a crash.
+    res.on('error', () => {});
+    const handle = await open(path, 'r');
+    const buffers = [takeBuffer(), takeBuffer()];
+    try {
+      let writing: Promise<void> | null = null;
+      let which = 0;
+      for (let pos = start; pos <= end;) {
+        const buf = buffers[which]!;
+        which ^= 1;
+        const { bytesRead } = await handle.read(buf, 0, Math.min(buf.length, end + 1 - pos), pos);
+        if (bytesRead === 0) throw new Error('cached file shorter than its record');
+        pos += bytesRead;
+        if (writing) await writing;
+        if (res.destroyed) return;
+        const chunk = buf.subarray(0, bytesRead);
+        // Never rejects: a failed write shows as a destroyed response on the next turn.
+        writing = new Promise<void>((resolve) => res.write(chunk, () => resolve()));
+      }
+      if (writing) await writing;
+      if (!res.destroyed) res.end();
+    } finally {
+      await handle.close();
+      // A buffer still queued on a socket that closed early is not handed out again.
+      if (!res.destroyed) for (const b of buffers) returnBuffer(b);
+    }
   }
 
   /** Too large to cache: the bytes go straight through from the origin. */
@@ -270,7 +307,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       file = answer?.file;
       visibility = answer?.visibility;
     }
-    const decision = decide(file, visibility, target.path, target.query, secrets, Math.floor(Date.now() / 1000), nodeHmac);
+    const decision = decide(file, visibility, target.path, target.query, links, Math.floor(Date.now() / 1000));
     if (decision.kind === 'error') {
       sendError(res, decision.status, decision.code, decision.message);
       return;

@@ -221,5 +221,4 @@ export class FeedFollower {
     req.on('error', finish);
     req.end(body);
   }
-
 }

@@ -7,6 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
+import type { ChunkConsumer } from './blob-fetch.js';
 import { join } from 'node:path';
 import type { EdgeFile } from './state.js';
 
@@ -22,6 +23,29 @@ interface DiskEntry {
   path: string;
   sha256: string;
   size: number;
+}
+
+/** Delivers a file's bytes from the origin to `onChunk`, waiting on its promise between chunks. */
+export type BlobSource = (fileId: string, onChunk: ChunkConsumer) => Promise<'ok' | 'not_found'>;
+
+/** The same, over Node's HTTP client: for origins a plain socket cannot reach (https). */
+export function httpBlobSource(fetchBlob: (fileId: string) => Promise<IncomingMessage>): BlobSource {
+  return async (fileId, onChunk) => {
+    const res = await fetchBlob(fileId);
+    if (res.statusCode === 404) {
+      res.resume();
+      return 'not_found';
+    }
+    if (res.statusCode !== 200) {
+      res.resume();
+      throw new Error(`origin answered ${res.statusCode} for the bytes of ${fileId}`);
+    }
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      const pending = onChunk(chunk);
+      if (pending) await pending;
+    }
+    return 'ok';
+  };
 }
 
 /** Files up to this size are also kept in memory. */
@@ -41,7 +65,7 @@ export class EdgeCache {
     dir: string,
     readonly capacity: number,
     private readonly memoryCapacity: number,
-    private readonly fetchBlob: (fileId: string) => Promise<IncomingMessage>,
+    private readonly fetchBlob: BlobSource,
   ) {
     this.blobDir = join(dir, 'blobs');
     this.tmpDir = join(dir, 'tmp');
@@ -117,27 +141,14 @@ export class EdgeCache {
     const chunks: Buffer[] = [];
     let size = 0;
     try {
-      const res = await this.fetchBlob(file.file_id);
-      if (res.statusCode === 404) {
-        res.resume();
-        return null;
-      }
-      if (res.statusCode !== 200) {
-        res.resume();
-        throw new Error(`origin answered ${res.statusCode} for the bytes of ${file.file_id}`);
-      }
       // Chunks are gathered into 1 MiB writes: a few file operations per file, not one per packet.
       const out = await open(tmp, 'wx', 0o600);
+      let found: 'ok' | 'not_found';
       try {
         const batch = Buffer.allocUnsafeSlow(WRITE_BATCH);
         let used = 0;
-        for await (const chunk of res as AsyncIterable<Buffer>) {
-          hash.update(chunk);
-          size += chunk.length;
-          if (size > file.size) throw new Error(`the origin sent more than ${file.size} bytes for ${file.file_id}`);
-          if (keep) chunks.push(chunk);
-          let at = 0;
-          while (at < chunk.length) {
+        const fill = async (chunk: Buffer) => {
+          for (let at = 0; at < chunk.length;) {
             const n = chunk.copy(batch, used, at);
             used += n;
             at += n;
@@ -146,10 +157,27 @@ export class EdgeCache {
               used = 0;
             }
           }
-        }
+        };
+        found = await this.fetchBlob(file.file_id, (chunk) => {
+          hash.update(chunk);
+          size += chunk.length;
+          if (size > file.size) throw new Error(`the origin sent more than ${file.size} bytes for ${file.file_id}`);
+          // The chunk may be a view of a buffer the source reuses: keep a copy.
+          if (keep) chunks.push(Buffer.from(chunk));
+          if (chunk.length < WRITE_BATCH - used) {
+            chunk.copy(batch, used);
+            used += chunk.length;
+            return undefined;
+          }
+          return fill(chunk);
+        });
         if (used > 0) await out.write(batch, 0, used);
       } finally {
         await out.close();
+      }
+      if (found === 'not_found') {
+        await rm(tmp, { force: true });
+        return null;
       }
       const sha = hash.digest('hex');
       if (size !== file.size || sha !== file.sha256) throw new Error(`the bytes of ${file.file_id} did not match their record`);

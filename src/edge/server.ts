@@ -12,7 +12,8 @@ import { ConfigError } from '../config/config.js';
 import { deriveEdgeToken } from '../core/edge-token.js';
 import { nodeHmac } from '../core/hmac-node.js';
 import type { Visibility } from '../core/records.js';
-import { EdgeCache, type CachedBytes } from './cache.js';
+import { EdgeCache, httpBlobSource, type BlobSource, type CachedBytes } from './cache.js';
+import { fetchBlobRaw } from './blob-fetch.js';
 import { LinkChecker, contentDisposition, decide, isActiveContent, notModified, parseRange, parseTarget, type ByteRange } from './delivery.js';
 import { FeedFollower } from './follower.js';
 import { EdgeState, type EdgeFile, type EdgeFolder } from './state.js';
@@ -67,7 +68,10 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     req.on('timeout', () => req.destroy(new Error('the origin did not send the bytes in time')));
     req.on('error', reject);
   });
-  const cache = new EdgeCache(dir, capacity, Math.min(256 * 1024 ** 2, Math.floor(capacity / 8)), fetchBlob);
+  const source: BlobSource = origin.startsWith('http://')
+    ? (id, onChunk) => fetchBlobRaw(origin, token, id, onChunk)
+    : httpBlobSource(fetchBlob);
+  const cache = new EdgeCache(dir, capacity, Math.min(256 * 1024 ** 2, Math.floor(capacity / 8)), source);
   await cache.open();
 
   // Completion events prefetch the bytes, a few at a time.

@@ -6,7 +6,6 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
-import type { IncomingMessage } from 'node:http';
 import type { ChunkConsumer } from './blob-fetch.js';
 import { join } from 'node:path';
 import type { EdgeFile } from './state.js';
@@ -27,26 +26,6 @@ interface DiskEntry {
 
 /** Delivers a file's bytes from the origin to `onChunk`, waiting on its promise between chunks. */
 export type BlobSource = (fileId: string, onChunk: ChunkConsumer) => Promise<'ok' | 'not_found'>;
-
-/** The same, over Node's HTTP client: for origins a plain socket cannot reach (https). */
-export function httpBlobSource(fetchBlob: (fileId: string) => Promise<IncomingMessage>): BlobSource {
-  return async (fileId, onChunk) => {
-    const res = await fetchBlob(fileId);
-    if (res.statusCode === 404) {
-      res.resume();
-      return 'not_found';
-    }
-    if (res.statusCode !== 200) {
-      res.resume();
-      throw new Error(`origin answered ${res.statusCode} for the bytes of ${fileId}`);
-    }
-    for await (const chunk of res as AsyncIterable<Buffer>) {
-      const pending = onChunk(chunk);
-      if (pending) await pending;
-    }
-    return 'ok';
-  };
-}
 
 /** Files up to this size are also kept in memory. */
 export const MEMORY_FILE_LIMIT = 1 << 20;

@@ -12,7 +12,7 @@ import { ConfigError } from '../config/config.js';
 import { deriveEdgeToken } from '../core/edge-token.js';
 import { nodeHmac } from '../core/hmac-node.js';
 import type { Visibility } from '../core/records.js';
-import { EdgeCache, httpBlobSource, type BlobSource, type CachedBytes } from './cache.js';
+import { EdgeCache, type BlobSource, type CachedBytes } from './cache.js';
 import { fetchBlobRaw } from './blob-fetch.js';
 import { LinkChecker, contentDisposition, decide, isActiveContent, notModified, parseRange, parseTarget, type ByteRange } from './delivery.js';
 import { FeedFollower } from './follower.js';
@@ -56,6 +56,9 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
   }
   const secrets = config.signingSecrets;
   const origin = originUrl.replace(/\/+$/, '');
+  if (!/^http:\/\/[^/?#]+$/.test(origin)) {
+    throw new ConfigError(`--origin must be the origin's http:// address without a path, such as http://10.0.0.5:8080, not "${originUrl}". Edges reach the origin over a private network; put TLS in front of the edges, not between them and the origin.`);
+  }
   const token = config.edgeToken ?? deriveEdgeToken(secrets[0]!, nodeHmac);
   const dir = opts.cacheDir ?? config.dataDir;
   await mkdir(dir, { recursive: true });
@@ -68,9 +71,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     req.on('timeout', () => req.destroy(new Error('the origin did not send the bytes in time')));
     req.on('error', reject);
   });
-  const source: BlobSource = origin.startsWith('http://')
-    ? (id, onChunk) => fetchBlobRaw(origin, token, id, onChunk)
-    : httpBlobSource(fetchBlob);
+  const source: BlobSource = (id, onChunk) => fetchBlobRaw(origin, token, id, onChunk);
   const cache = new EdgeCache(dir, capacity, Math.min(256 * 1024 ** 2, Math.floor(capacity / 8)), source);
   await cache.open();
 

@@ -121,4 +121,12 @@ describe('coffer processes', () => {
     expect(await exitOf(child)).not.toBe(0);
     expect(err).toContain('--origin');
   });
+
+  it('refuses an edge whose origin is not a plain http:// address', async () => {
+    const child = spawn(process.execPath, [MAIN, 'edge', '--origin', 'https://origin.example/base'], { env: { ...process.env, COFFER_SIGNING_SECRET: 's' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    expect(await exitOf(child)).not.toBe(0);
+    expect(err).toContain('http://');
+  });
 });

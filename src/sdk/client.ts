@@ -1,0 +1,237 @@
+/**
+ * The typed client of the programmatic interface (contract §2–§6). It runs wherever
+ * `fetch` does: Node ≥ 20, browsers and Web Workers.
+ */
+import type {
+  CreateFolderRequest, CreateLinkRequest, CreateLinkResponse, DeleteFolderRequest, DeleteFolderResponse,
+  DownloadRequest, DownloadResponse, FileRecord, FolderRecord, InitiateUploadRequest, ListRequest,
+  ListResponse, SearchRequest, SearchResponse, UpdateFileRequest, UpdateFolderRequest, UploadPartRequest,
+  UploadPartResponse, UploadSession, UploadStatusResponse,
+} from '../core/api.js';
+import { CofferError } from '../core/errors.js';
+import { DEFAULT_RETRY, backoffDelay, sleep, type RetryOptions } from './retry.js';
+import { uploadFile, type UploadOptions, type UploadSource } from './upload.js';
+
+export interface ClientOptions {
+  /** The origin's `{base_url}`, e.g. `http://127.0.0.1:8080`; `''` for the page's own origin. */
+  url: string;
+  /** The access key, sent as `Authorization: Bearer …`. Leave it out where a session cookie authenticates. */
+  accessKey?: string;
+  /** Extra headers for every call, or a function returning them (e.g. a CSRF token). */
+  headers?: Record<string, string> | (() => Record<string, string>);
+  /** `fetch`'s credentials mode; `'same-origin'` sends a session cookie. */
+  credentials?: RequestCredentials;
+  /** Another `fetch`, for tests or instrumentation. */
+  fetch?: typeof fetch;
+  /** How repeatable calls are retried; `false` never retries. */
+  retry?: RetryOptions | false;
+  /** Told about each retry before its wait. */
+  onRetry?: (info: RetryInfo) => void;
+}
+
+export interface RetryInfo {
+  path: string;
+  /** The attempt that failed, from 1. */
+  attempt: number;
+  delayMs: number;
+  error: CofferError;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** Overrides the client's retry settings for this call. */
+  retry?: RetryOptions | false;
+}
+
+export interface AbortUploadResponse {
+  file_id: string;
+  aborted: true;
+}
+
+export interface DeleteFileResponse {
+  file_id: string;
+  deleted: true;
+}
+
+const NO_RETRY: Required<RetryOptions> = { ...DEFAULT_RETRY, attempts: 1 };
+
+function retrySettings(value: RetryOptions | false | undefined, fallback: Required<RetryOptions>): Required<RetryOptions> {
+  if (value === false) return NO_RETRY;
+  if (value === undefined) return fallback;
+  return { ...fallback, ...value };
+}
+
+/** An error body of contract §2 becomes a CofferError; anything else says what came back. */
+async function errorFrom(res: Response): Promise<CofferError> {
+  const text = await res.text().catch(() => '');
+  try {
+    const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown; details?: unknown } };
+    const e = body.error;
+    if (e && typeof e.code === 'string' && typeof e.message === 'string') {
+      const details = e.details && typeof e.details === 'object' ? (e.details as Record<string, unknown>) : {};
+      return new CofferError(res.status, e.code, e.message, details);
+    }
+  } catch {
+    // Not JSON: a proxy or something else answered.
+  }
+  return new CofferError(res.status, 'http_error', `The server answered ${res.status} ${res.statusText || ''}`.trim() + ' without a Coffer error body; check the URL.', {});
+}
+
+function networkError(url: string, err: unknown): CofferError {
+  const cause = err as { message?: string; cause?: { code?: string; message?: string } };
+  const why = cause?.cause?.code ?? cause?.cause?.message ?? cause?.message ?? String(err);
+  const e = new CofferError(0, 'network_error', `Could not reach ${url} (${why}); check the URL and that the service is running.`, {});
+  (e as { cause?: unknown }).cause = err;
+  return e;
+}
+
+function retryAfterMs(res: Response | null): number | null {
+  const value = res?.headers.get('retry-after');
+  if (!value) return null;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
+}
+
+export class CofferClient {
+  readonly url: string;
+  private readonly opts: ClientOptions;
+  private readonly retry: Required<RetryOptions>;
+  private readonly fetchFn: typeof fetch;
+
+  constructor(opts: ClientOptions) {
+    this.opts = opts;
+    this.url = opts.url.replace(/\/+$/, '');
+    this.retry = retrySettings(opts.retry, DEFAULT_RETRY);
+    this.fetchFn = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  }
+
+  private headers(json: boolean): Record<string, string> {
+    const extra = typeof this.opts.headers === 'function' ? this.opts.headers() : this.opts.headers;
+    const h: Record<string, string> = { ...extra };
+    if (json) h['content-type'] = 'application/json';
+    if (this.opts.accessKey) h.authorization = `Bearer ${this.opts.accessKey}`;
+    return h;
+  }
+
+  /**
+   * POSTs one call. Answers 429 and 503 mean the call was not handled, so every call is
+   * retried on them (after `Retry-After` when given); network errors and other 5xx are
+   * retried only for calls that are safe to repeat.
+   */
+  async call<T>(path: string, body: unknown, opts: CallOptions & { idempotent?: boolean } = {}): Promise<T> {
+    const retry = retrySettings(opts.retry, this.retry);
+    const url = this.url + path;
+    const payload = JSON.stringify(body);
+    for (let attempt = 1; ; attempt++) {
+      let res: Response | null = null;
+      let error: CofferError;
+      try {
+        res = await this.fetchFn(url, {
+          method: 'POST', headers: this.headers(true), body: payload, signal: opts.signal,
+          ...(this.opts.credentials ? { credentials: this.opts.credentials } : {}),
+        });
+        if (res.ok) return (await res.json()) as T;
+        error = await errorFrom(res);
+      } catch (err) {
+        if (opts.signal?.aborted) throw opts.signal.reason;
+        error = err instanceof CofferError ? err : networkError(url, err);
+      }
+      const retryable = error.status === 429 || error.status === 503 || (opts.idempotent === true && (error.status === 0 || error.status >= 500));
+      if (!retryable || attempt >= retry.attempts) throw error;
+      const delayMs = Math.min(retryAfterMs(res) ?? backoffDelay(attempt, retry), 60_000);
+      this.opts.onRetry?.({ path, attempt, delayMs, error });
+      await sleep(delayMs, opts.signal);
+    }
+  }
+
+  // Upload (contract §4)
+  initiateUpload(req: InitiateUploadRequest, opts?: CallOptions): Promise<UploadSession> {
+    return this.call('/collections/upload/file', req, opts);
+  }
+  uploadPart(req: UploadPartRequest, opts?: CallOptions): Promise<UploadPartResponse> {
+    return this.call('/collections/upload/file-progress', req, { ...opts, idempotent: true });
+  }
+  completeUpload(fileId: string, opts?: CallOptions): Promise<FileRecord> {
+    return this.call('/collections/upload/complete-upload', { file_id: fileId }, { ...opts, idempotent: true });
+  }
+  uploadStatus(fileId: string, opts?: CallOptions): Promise<UploadStatusResponse> {
+    return this.call('/collections/upload/status', { file_id: fileId }, { ...opts, idempotent: true });
+  }
+  abortUpload(fileId: string, opts?: CallOptions): Promise<AbortUploadResponse> {
+    return this.call('/collections/upload/abort', { file_id: fileId }, { ...opts, idempotent: true });
+  }
+
+  /** Initiates, sends the parts in parallel with retries, completes: see UploadOptions. */
+  uploadFile(source: UploadSource, opts: UploadOptions = {}): Promise<FileRecord> {
+    return uploadFile(this, source, opts);
+  }
+
+  // Folders (contract §5)
+  createFolder(req: CreateFolderRequest, opts?: CallOptions): Promise<FolderRecord> {
+    return this.call('/collections/folder/create', req, opts);
+  }
+  getFolder(folderId: string, opts?: CallOptions): Promise<FolderRecord> {
+    return this.call('/collections/folder/get', { folder_id: folderId }, { ...opts, idempotent: true });
+  }
+  updateFolder(req: UpdateFolderRequest, opts?: CallOptions): Promise<FolderRecord> {
+    return this.call('/collections/folder/update', req, { ...opts, idempotent: true });
+  }
+  deleteFolder(req: DeleteFolderRequest, opts?: CallOptions): Promise<DeleteFolderResponse> {
+    return this.call('/collections/folder/delete', req, opts);
+  }
+
+  // Listing (contract §5)
+  list(req: ListRequest = {}, opts?: CallOptions): Promise<ListResponse> {
+    return this.call('/collections/list', req, { ...opts, idempotent: true });
+  }
+  /** Every page of a folder, following `next_cursor` to the end. */
+  async *listPages(req: Omit<ListRequest, 'cursor'> = {}, opts?: CallOptions): AsyncGenerator<ListResponse> {
+    let cursor: string | null = null;
+    do {
+      const page: ListResponse = await this.list({ ...req, cursor }, opts);
+      yield page;
+      cursor = page.next_cursor;
+    } while (cursor !== null);
+  }
+  search(req: SearchRequest, opts?: CallOptions): Promise<SearchResponse> {
+    return this.call('/collections/search', req, { ...opts, idempotent: true });
+  }
+
+  // Files (contract §5)
+  getFile(fileId: string, opts?: CallOptions): Promise<FileRecord> {
+    return this.call('/collections/file/get', { file_id: fileId }, { ...opts, idempotent: true });
+  }
+  updateFile(req: UpdateFileRequest, opts?: CallOptions): Promise<FileRecord> {
+    return this.call('/collections/file/update', req, { ...opts, idempotent: true });
+  }
+  deleteFile(fileId: string, opts?: CallOptions): Promise<DeleteFileResponse> {
+    return this.call('/collections/file/delete', { file_id: fileId }, opts);
+  }
+  /** A URL that makes a browser save the file under its name; signed when the file is Private. */
+  downloadUrl(req: DownloadRequest, opts?: CallOptions): Promise<DownloadResponse> {
+    return this.call('/collections/file/download', req, { ...opts, idempotent: true });
+  }
+
+  // Signed links (contract §6)
+  createLink(req: CreateLinkRequest, opts?: CallOptions): Promise<CreateLinkResponse> {
+    return this.call('/collections/create-link', req, { ...opts, idempotent: true });
+  }
+
+  /** GET /healthz: resolves when the origin answers ok. */
+  async health(opts: { signal?: AbortSignal } = {}): Promise<{ status: string }> {
+    const url = `${this.url}/healthz`;
+    let res: Response;
+    try {
+      res = await this.fetchFn(url, { signal: opts.signal });
+    } catch (err) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      throw networkError(url, err);
+    }
+    if (!res.ok) throw await errorFrom(res);
+    return (await res.json()) as { status: string };
+  }
+}
+
+export const createClient = (opts: ClientOptions): CofferClient => new CofferClient(opts);

@@ -1,0 +1,23 @@
+/**
+ * Coffer's SDK: `import { CofferClient, signLink } from 'coffer/sdk'`. Browser-safe:
+ * nothing here imports Node modules (Node helpers live in `coffer/sdk/node`).
+ */
+export { CofferClient, createClient } from './client.js';
+export type { AbortUploadResponse, CallOptions, ClientOptions, DeleteFileResponse, RetryInfo } from './client.js';
+export { Limiter, uploadFile } from './upload.js';
+export type { ResumeHandle, UploadOptions, UploadProgress, UploadSource } from './upload.js';
+export { signLink } from './sign.js';
+export type { SignLinkOptions } from './sign.js';
+export type { RetryOptions } from './retry.js';
+export { CofferError } from '../core/errors.js';
+export type { ErrorBody, ErrorDetails } from '../core/errors.js';
+export { fileTypeFor } from '../core/file-types.js';
+export { CHUNK_SIZE, partCount } from '../core/upload.js';
+export { FILE_TYPES } from '../core/records.js';
+export type { FileType, Visibility } from '../core/records.js';
+export type {
+  CreateFolderRequest, CreateLinkRequest, CreateLinkResponse, DeleteFolderRequest, DeleteFolderResponse,
+  DownloadRequest, DownloadResponse, FileRecord, FolderRecord, InitiateUploadRequest, ListRequest,
+  ListResponse, SearchRequest, SearchResponse, UpdateFileRequest, UpdateFolderRequest, UploadPartRequest,
+  UploadPartResponse, UploadSession, UploadStatusResponse,
+} from '../core/api.js';

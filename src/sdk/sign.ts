@@ -1,0 +1,60 @@
+/**
+ * Signing links offline (contract §6) with Web Crypto, so any server or worker holding
+ * the signing secret makes the same links as the origin's create-link, without a call.
+ */
+import { CofferError } from '../core/errors.js';
+import { MAX_EXPIRY_SECONDS, parseQuery, signPathAsync } from '../core/signing.js';
+
+export interface SignLinkOptions {
+  /** Seconds the link stays valid: 1–86400, as create-link allows. */
+  expiresIn: number;
+  /** The signing secret; a comma-separated list signs with its first entry, as the service does. */
+  secret: string;
+  /** Adds `download=1`, signed along, so browsers save the file under its name. */
+  download?: boolean;
+  /** Unix seconds to count from (default: now). */
+  now?: number;
+}
+
+const encoder = new TextEncoder();
+const keys = new Map<string, Promise<CryptoKey>>();
+
+function hmacKey(secret: string): Promise<CryptoKey> {
+  let key = keys.get(secret);
+  if (!key) {
+    key = globalThis.crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+    keys.set(secret, key);
+  }
+  return key;
+}
+
+async function hmacSha256(secret: string, message: string): Promise<Uint8Array> {
+  return new Uint8Array(await globalThis.crypto.subtle.sign('HMAC', await hmacKey(secret), encoder.encode(message)));
+}
+
+const invalid = (message: string) => new CofferError(0, 'invalid_argument', message, {});
+
+/**
+ * Signs a delivery path (`/files/{id}`) or a whole delivery URL (`{cdn_url}/files/{id}`,
+ * such as a file record's `delivery_url`). Answers the same form it was given, with
+ * `X-Expires` and `X-Sig` added.
+ */
+export async function signLink(pathOrUrl: string, opts: SignLinkOptions): Promise<string> {
+  const secret = opts.secret.split(',')[0]!.trim();
+  if (secret === '') throw invalid('signLink needs the signing secret (COFFER_SIGNING_SECRET).');
+  if (!Number.isInteger(opts.expiresIn) || opts.expiresIn < 1 || opts.expiresIn > MAX_EXPIRY_SECONDS) {
+    throw invalid(`"expiresIn" must be a whole number of seconds from 1 to ${MAX_EXPIRY_SECONDS}.`);
+  }
+  const absolute = /^https?:\/\//i.test(pathOrUrl);
+  const url = new URL(pathOrUrl, 'http://coffer.invalid');
+  if (!absolute && !pathOrUrl.startsWith('/')) throw invalid('signLink takes a path starting with "/" or an http(s) URL.');
+  const params: Record<string, string> = {};
+  for (const [name, value] of parseQuery(url.search.slice(1)) ?? []) {
+    if (name !== 'X-Sig' && name !== 'X-Expires') params[name] = value;
+  }
+  if (opts.download) params.download = '1';
+  // The path is signed exactly as it appears in the URL.
+  const path = absolute ? url.pathname : pathOrUrl.split('?')[0]!;
+  const signed = await signPathAsync(path, secret, { expiresIn: opts.expiresIn, params, ...(opts.now !== undefined ? { now: opts.now } : {}) }, hmacSha256);
+  return absolute ? `${url.origin}${signed.pathAndQuery}` : signed.pathAndQuery;
+}

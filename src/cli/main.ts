@@ -2,11 +2,13 @@
 /** The `coffer` command: runs the service's processes. */
 import { Command, Option } from 'commander';
 import { resolve } from 'node:path';
+import type { startEdge as StartEdge } from '../edge/server.js';
+import type { startOrigin as StartOrigin } from '../origin/server.js';
 import { ConfigError, SETTINGS, flagName, loadConfig, type Config, type SettingName } from '../config/config.js';
 import { CREDENTIALS_FILE } from '../config/credentials.js';
-import { startOrigin } from '../origin/server.js';
-import { startEdge } from '../edge/server.js';
 import { join } from 'node:path';
+import { CofferError } from '../core/errors.js';
+import { CliError, registerClientCommands } from './client.js';
 
 function addSettings(cmd: Command): Command {
   for (const [name, help] of SETTINGS) {
@@ -54,6 +56,10 @@ function untilSignal(close: () => Promise<void>): void {
   process.on('SIGINT', stop);
 }
 
+// The service's modules load only for the commands that run it, so client commands start fast.
+const startOrigin: typeof StartOrigin = async (...args) => (await import('../origin/server.js')).startOrigin(...args);
+const startEdge: typeof StartEdge = async (...args) => (await import('../edge/server.js')).startEdge(...args);
+
 async function runOrigin(options: Record<string, string | undefined>): Promise<void> {
   const config = configFrom(options);
   const origin = await startOrigin(config, { announce: announce(config.dataDir) });
@@ -86,8 +92,18 @@ async function runEdge(options: Record<string, string | undefined>): Promise<voi
 
 const program = new Command()
   .name('coffer')
-  .description('Coffer: file storage and edge delivery.')
-  .showHelpAfterError('(run with --help for usage)');
+  .description('Coffer: file storage and edge delivery. Runs the service (serve, origin, edge) and talks to it (upload, ls, mkdir, mv, rename, visibility, rm, link, download).')
+  .showHelpAfterError('(run with --help for usage)')
+  .addHelpText('after', `
+Client commands reach the service at COFFER_URL (default http://127.0.0.1:8080) with
+COFFER_ACCESS_KEY, or --url and --key. Run \`coffer <command> --help\` for its options.
+
+Examples:
+  npm start                                  # the service, embedded storage
+  coffer upload ./photos --private           # a folder becomes folders
+  coffer ls
+  coffer link <FILE_ID> --expiry 900
+`);
 
 addSettings(program.command('serve').description('Run one origin and one edge with embedded storage: what `npm start` runs.'))
   .addHelpText('after', '\nExample:\n  COFFER_DATA_DIR=./data coffer serve --port 8080 --edge-port 8081\n')
@@ -102,8 +118,10 @@ addSettings(program.command('edge').description('Run one edge location: delivery
   .addHelpText('after', '\nExample:\n  COFFER_SIGNING_SECRET=… coffer edge --origin http://127.0.0.1:8080 --edge-port 8081 --data-dir ./edge-cache\n')
   .action(runEdge);
 
+registerClientCommands(program);
+
 program.parseAsync(process.argv).catch((err: unknown) => {
-  const message = err instanceof ConfigError ? err.message : (err as Error).message ?? String(err);
-  process.stderr.write(`coffer: ${message}\n`);
-  process.exit(1);
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`coffer: ${message}${err instanceof CofferError && err.status > 0 ? ` (${err.code})` : ''}\n`);
+  process.exit(err instanceof CliError ? err.exitCode : 1);
 });

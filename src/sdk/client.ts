@@ -77,6 +77,21 @@ async function errorFrom(res: Response): Promise<CofferError> {
   return new CofferError(res.status, 'http_error', `The server answered ${res.status} ${res.statusText || ''}`.trim() + ' without a Coffer error body; check the URL.', {});
 }
 
+/**
+ * The JSON body of a successful answer. A body that is not JSON means something other than
+ * Coffer answered (a web server, a proxy's page): that is an `http_error`, not a network
+ * failure, and repeating the call would not help.
+ */
+async function jsonFrom<T>(res: Response): Promise<T> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    const type = res.headers.get('content-type');
+    throw new CofferError(res.status, 'http_error', `The server answered ${res.status}${type ? ` with ${type.split(';')[0]}` : ''} instead of JSON; check the URL.`, {});
+  }
+}
+
 function networkError(url: string, err: unknown): CofferError {
   const cause = err as { message?: string; cause?: { code?: string; message?: string } };
   const why = cause?.cause?.code ?? cause?.cause?.message ?? cause?.message ?? String(err);
@@ -132,7 +147,7 @@ export class CofferClient {
           method: 'POST', headers: this.headers(true), body: payload, signal: opts.signal,
           ...(this.opts.credentials ? { credentials: this.opts.credentials } : {}),
         });
-        if (res.ok) return (await res.json()) as T;
+        if (res.ok) return await jsonFrom<T>(res);
         error = await errorFrom(res);
       } catch (err) {
         if (opts.signal?.aborted) throw opts.signal.reason;
@@ -222,15 +237,14 @@ export class CofferClient {
   /** GET /healthz: resolves when the origin answers ok. */
   async health(opts: { signal?: AbortSignal } = {}): Promise<{ status: string }> {
     const url = `${this.url}/healthz`;
-    let res: Response;
     try {
-      res = await this.fetchFn(url, { signal: opts.signal });
+      const res = await this.fetchFn(url, { signal: opts.signal });
+      if (!res.ok) throw await errorFrom(res);
+      return await jsonFrom<{ status: string }>(res);
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
-      throw networkError(url, err);
+      throw err instanceof CofferError ? err : networkError(url, err);
     }
-    if (!res.ok) throw await errorFrom(res);
-    return (await res.json()) as { status: string };
   }
 }
 

@@ -53,8 +53,13 @@ export async function signLink(pathOrUrl: string, opts: SignLinkOptions): Promis
     if (name !== 'X-Sig' && name !== 'X-Expires') params[name] = value;
   }
   if (opts.download) params.download = '1';
-  // The path is signed exactly as it appears in the URL.
-  const path = absolute ? url.pathname : pathOrUrl.split('?')[0]!;
+  // The path is signed exactly as it appears in the URL. In a whole URL only the delivery
+  // path is signed: the origin signs `/files/{id}` and puts `{cdn_url}` in front, so a
+  // `{cdn_url}` with a path of its own (a proxy's prefix) is left out of the signature.
+  const fullPath = absolute ? url.pathname : pathOrUrl.split('?')[0]!;
+  const at = absolute ? fullPath.lastIndexOf('/files/') : -1;
+  const prefix = at > 0 ? fullPath.slice(0, at) : '';
+  const path = fullPath.slice(prefix.length);
   const signed = await signPathAsync(path, secret, { expiresIn: opts.expiresIn, params, ...(opts.now !== undefined ? { now: opts.now } : {}) }, hmacSha256);
-  return absolute ? `${url.origin}${signed.pathAndQuery}` : signed.pathAndQuery;
+  return absolute ? `${url.origin}${prefix}${signed.pathAndQuery}` : signed.pathAndQuery;
 }

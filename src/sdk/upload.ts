@@ -130,6 +130,13 @@ export async function uploadFile(client: CofferClient, source: UploadSource, opt
 
   if (opts.resume) {
     try {
+      // The declared size, not just the part count, must match: a source of another size
+      // with the same number of parts would otherwise be joined with the parts already sent.
+      const file = await client.getFile(opts.resume.fileId, callOpts);
+      if (file.size !== blob.size) {
+        throw usage(`This upload is of ${file.size} bytes but the source has ${blob.size}: it is not the same file.`);
+      }
+      if (file.status === 'ready') return file;
       const status = await client.uploadStatus(opts.resume.fileId, callOpts);
       if (status.status === 'ready') return await client.getFile(opts.resume.fileId, callOpts);
       if (status.part_count !== count) {

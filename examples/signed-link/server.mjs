@@ -25,10 +25,13 @@ const offline = env.SIGN_OFFLINE === '1';
 if (offline && !env.COFFER_SIGNING_SECRET) fail('SIGN_OFFLINE=1 needs COFFER_SIGNING_SECRET.');
 
 /** EXAMPLE_USERS='{"alice": {"password": "…", "files": ["<file_id>", …]}, …}' */
-let users;
+let users = null;
 try {
   users = JSON.parse(env.EXAMPLE_USERS ?? '');
 } catch {
+  // Reported below.
+}
+if (users === null || typeof users !== 'object') {
   fail('set EXAMPLE_USERS to JSON such as {"alice": {"password": "pw", "files": ["<file_id>"]}}.');
 }
 
@@ -40,12 +43,9 @@ const files = new Map();
 for (const { files: ids = [] } of Object.values(users)) {
   for (const id of ids) {
     if (files.has(id)) continue;
-    try {
-      const record = await coffer.getFile(id);
-      files.set(id, { file_type: record.file_type, delivery_url: record.delivery_url });
-    } catch (err) {
-      fail(`file ${id}: ${err.message}`);
-    }
+    const record = await coffer.getFile(id).catch((err) => fail(`file ${id}: ${err.message}`));
+    if (record.status !== 'ready') fail(`file ${id} is still uploading.`);
+    files.set(id, { file_type: record.file_type, delivery_url: record.delivery_url });
   }
 }
 
@@ -70,24 +70,26 @@ function send(res, status, body, headers = {}) {
 
 const error = (res, status, code, message) => send(res, status, { error: { code, message } });
 
+/** The body as an object, from a form or JSON; null when it is neither or too large. */
 async function readForm(req) {
+  req.setEncoding('utf8');
   let text = '';
   for await (const chunk of req) {
     text += chunk;
-    if (text.length > 4096) throw new Error('too large');
+    if (text.length > 4096) return null;
   }
-  return req.headers['content-type']?.startsWith('application/json')
-    ? JSON.parse(text)
-    : Object.fromEntries(new URLSearchParams(text));
+  if (!req.headers['content-type']?.startsWith('application/json')) return Object.fromEntries(new URLSearchParams(text));
+  try {
+    const body = JSON.parse(text);
+    return body !== null && typeof body === 'object' ? body : null;
+  } catch {
+    return null;
+  }
 }
 
 async function login(req, res) {
-  let form;
-  try {
-    form = await readForm(req);
-  } catch {
-    return error(res, 400, 'invalid_request', 'Send user and password as a form or JSON.');
-  }
+  const form = await readForm(req);
+  if (form === null) return error(res, 400, 'invalid_request', 'Send user and password as a form or JSON.');
   const user = Object.hasOwn(users, form.user) ? users[form.user] : null;
   // Compare even for an unknown user, so the answer takes as long either way.
   const ok = passwordMatches(form.password ?? '', user?.password ?? randomBytes(16).toString('hex')) && user !== null;

@@ -3,7 +3,8 @@
  * the SDK. Data goes to standard output; progress and messages to standard error.
  */
 import { createHash } from 'node:crypto';
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { createWriteStream, rmSync, type WriteStream } from 'node:fs';
+import { once } from 'node:events';
 import { readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -205,6 +206,7 @@ async function upload(paths: string[], flags: UploadFlags, io: Io): Promise<void
   let fatal: unknown = null;
   try {
     await pool(jobs, Math.min(concurrency, 8), stop.signal, async (job) => {
+      const order = jobs.indexOf(job);
       const key = resumeKey({ url: client.url, path: resolve(job.path), size: job.size, mtimeMs: job.mtimeMs, folderId: job.folderId, visibility });
       const resume = await store.find(key);
       const display = relative('.', job.path) || job.path;
@@ -227,7 +229,7 @@ async function upload(paths: string[], flags: UploadFlags, io: Io): Promise<void
         await store.remove(key);
         task.done(record.file_id);
         if (!flags.json) progress.above(() => io.stdout.write(`${record.file_id}\t${record.delivery_url ?? ''}\t${display}\n`));
-        results.push({ path: display, ...record });
+        results.push({ order, path: display, ...record });
       } catch (err) {
         if (stop.signal.aborted) {
           task.fail('interrupted');
@@ -236,7 +238,7 @@ async function upload(paths: string[], flags: UploadFlags, io: Io): Promise<void
         const message = err instanceof Error ? err.message : String(err);
         task.fail(message);
         failed++;
-        results.push({ path: display, error: err instanceof CofferError ? { code: err.code, message: err.message, details: err.details } : { code: 'error', message } });
+        results.push({ order, path: display, error: err instanceof CofferError ? { code: err.code, message: err.message, details: err.details } : { code: 'error', message } });
         // A wrong key or an unreachable service fails every file alike: stop at the first.
         if (err instanceof CofferError && (err.status === 401 || err.status === 0)) {
           fatal = err;
@@ -249,12 +251,13 @@ async function upload(paths: string[], flags: UploadFlags, io: Io): Promise<void
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
-  if (flags.json) json(io, results);
+  // In the order the paths were given, whatever order the uploads finished in.
+  if (flags.json) json(io, results.sort((a, b) => (a.order as number) - (b.order as number)).map(({ order: _, ...r }) => r));
   if (fatal) throw fatal;
   if (stop.signal.aborted) {
     throw new CliError('Interrupted. Run the same command again to resume: the parts already sent are kept until the upload expires (24 hours by default).', 130);
   }
-  if (failed > 0) throw new CliError(`${failed} of ${jobs.length} file(s) failed to upload; the others were uploaded.`);
+  if (failed > 0) throw new CliError(`${failed} of ${jobs.length} file(s) failed to upload; ${failed === jobs.length ? 'none was uploaded' : 'the others were uploaded'}.`);
 }
 
 // ls
@@ -416,6 +419,21 @@ async function fetchInto(url: string, from: number, name: string, onChunk: (chun
   for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) await onChunk(chunk);
 }
 
+/** Waits until the stream takes more, or can take nothing more (closed, failed). */
+function drained(out: NodeJS.WritableStream): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      out.off('drain', done);
+      out.off('close', done);
+      out.off('error', done);
+      resolve();
+    };
+    out.on('drain', done);
+    out.on('close', done);
+    out.on('error', done);
+  });
+}
+
 function closeStream(stream: WriteStream): Promise<void> {
   return new Promise((resolve, reject) => {
     stream.once('error', reject);
@@ -429,11 +447,14 @@ async function download(id: string, flags: ClientFlags & { output?: string; forc
   if (file.status !== 'ready') throw new CliError(`"${file.name}" is still uploading; it can be downloaded once the upload completes.`);
   const toStdout = flags.output === '-';
   let target = resolve(file.name);
+  // The file's own name is never allowed to replace something unasked; a path given with -o is.
+  let named = false;
   if (flags.output && !toStdout) {
     const st = await stat(flags.output).catch(() => null);
-    target = st?.isDirectory() ? join(flags.output, file.name) : flags.output;
+    named = !st?.isDirectory();
+    target = named ? flags.output : join(flags.output, file.name);
   }
-  if (!toStdout && !flags.output && !flags.force && (await stat(target).catch(() => null))) {
+  if (!toStdout && !named && !flags.force && (await stat(target).catch(() => null))) {
     throw new CliError(`${target} already exists: pass --force to replace it, or -o PATH to save elsewhere.`);
   }
   const { download_url: url } = await client.downloadUrl({ file_id: id });
@@ -442,6 +463,15 @@ async function download(id: string, flags: ClientFlags & { output?: string; forc
   const task = progress.start(file.name, file.size);
   const temp = `${target}.coffer-part-${process.pid}`;
   const out: NodeJS.WritableStream = toStdout ? process.stdout : createWriteStream(temp, { mode: 0o644 });
+  // A target that cannot be written (no such folder, no permission, a full disk, a closed
+  // pipe) is reported as a failure of the command, never as an unhandled stream error.
+  let writeError: Error | null = null;
+  out.on('error', (err: Error) => {
+    writeError ??= err;
+  });
+  const checkWrite = () => {
+    if (writeError) throw new CliError(`Could not write ${toStdout ? 'to standard output' : target}: ${writeError.message}`);
+  };
   const hash = createHash('sha256');
   let written = 0;
   const cleanup = () => {
@@ -449,17 +479,22 @@ async function download(id: string, flags: ClientFlags & { output?: string; forc
   };
   const onSignal = () => {
     progress.end();
-    cleanup();
+    // Synchronously: the process exits right after, before an asynchronous removal would run.
+    if (!toStdout) rmSync(temp, { force: true });
     process.exit(130);
   };
   process.once('SIGINT', onSignal);
   try {
+    if (!toStdout) await once(out, 'ready').catch(() => undefined);
+    checkWrite();
     // A dropped connection continues where it stopped (Range), up to five attempts in all.
     for (let attempt = 1; ; attempt++) {
       const more = await fetchInto(url, written, file.name, async (chunk) => {
         hash.update(chunk);
         written += chunk.length;
-        if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
+        checkWrite();
+        if (!out.write(chunk)) await drained(out);
+        checkWrite();
         task.update(written);
       }).then(() => null, (err: unknown) => err);
       if (more instanceof CliError) throw more;
@@ -467,7 +502,8 @@ async function download(id: string, flags: ClientFlags & { output?: string; forc
       if (attempt >= 5) throw new CliError(`The download of "${file.name}" kept failing${more ? `: ${(more as Error).message}` : ''}. Try again.`);
       await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
     }
-    if (!toStdout) await closeStream(out as WriteStream);
+    if (!toStdout) await closeStream(out as WriteStream).catch(() => undefined);
+    checkWrite();
     const sha256 = hash.digest('hex');
     if (written !== file.size || sha256 !== file.sha256) {
       throw new CliError(`The bytes received for "${file.name}" do not match its stored SHA-256; nothing was saved. Try again.`);
@@ -484,6 +520,43 @@ async function download(id: string, flags: ClientFlags & { output?: string; forc
 }
 
 // Registration
+
+const CLIENT_COMMANDS = new Set(['upload', 'ls', 'mkdir', 'mv', 'rename', 'visibility', 'rm', 'link', 'download']);
+
+/** A word that can only be an id (the service makes 22 base64url characters), not an option. */
+const DASH_ID = /^-[A-Za-z0-9_-]{15,}$/;
+
+/**
+ * Ids are base64url, so one in 64 begins with "-", and the option parser would take
+ * `coffer rm -s6_feJC3ikD4iHykAo6_w` for an unknown option. For a client command, a word
+ * of that form that is no option of the command (nor an option's value) is an operand:
+ * the arguments are rewritten as OPTIONS -- OPERANDS, in their order.
+ */
+export function dashIdsAsOperands(program: Command, argv: string[]): string[] {
+  const cmd = program.commands.find((c) => c.name() === argv[2]);
+  const rest = argv.slice(3);
+  if (!cmd || !CLIENT_COMMANDS.has(cmd.name()) || !rest.some((a) => DASH_ID.test(a))) return argv;
+  const options: string[] = [];
+  const operands: string[] = [];
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!;
+    if (arg === '--') {
+      operands.push(...rest.slice(i + 1));
+      break;
+    }
+    const name = arg.startsWith('--') && arg.includes('=') ? arg.slice(0, arg.indexOf('=')) : arg;
+    const option = cmd.options.find((o) => o.short === name || o.long === name);
+    if (option) {
+      options.push(arg);
+      if (option.required && name === arg && i + 1 < rest.length) options.push(rest[++i]!);
+    } else if (DASH_ID.test(arg) || !arg.startsWith('-') || arg === '-') {
+      operands.push(arg);
+    } else {
+      options.push(arg); // unknown: the parser reports it
+    }
+  }
+  return [...argv.slice(0, 3), ...options, '--', ...operands];
+}
 
 function clientOptions(cmd: Command): Command {
   return cmd

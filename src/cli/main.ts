@@ -8,7 +8,7 @@ import { ConfigError, SETTINGS, flagName, loadConfig, type Config, type SettingN
 import { CREDENTIALS_FILE } from '../config/credentials.js';
 import { join } from 'node:path';
 import { CofferError } from '../core/errors.js';
-import { CliError, registerClientCommands } from './client.js';
+import { CliError, dashIdsAsOperands, registerClientCommands } from './client.js';
 
 function addSettings(cmd: Command): Command {
   for (const [name, help] of SETTINGS) {
@@ -94,6 +94,9 @@ const program = new Command()
   .name('coffer')
   .description('Coffer: file storage and edge delivery. Runs the service (serve, origin, edge) and talks to it (upload, ls, mkdir, mv, rename, visibility, rm, link, download).')
   .showHelpAfterError('(run with --help for usage)')
+  // Usage errors read like every other failure: "coffer: missing required argument 'id'".
+  // Set before the sub-commands are made: they copy it.
+  .configureOutput({ outputError: (str, write) => write(str.replace(/^error: /, 'coffer: ')) })
   .addHelpText('after', `
 Client commands reach the service at COFFER_URL (default http://127.0.0.1:8080) with
 COFFER_ACCESS_KEY, or --url and --key. Run \`coffer <command> --help\` for its options.
@@ -120,7 +123,7 @@ addSettings(program.command('edge').description('Run one edge location: delivery
 
 registerClientCommands(program);
 
-program.parseAsync(process.argv).catch((err: unknown) => {
+program.parseAsync(dashIdsAsOperands(program, process.argv)).catch((err: unknown) => {
   const message = err instanceof Error ? err.message : String(err);
   process.stderr.write(`coffer: ${message}${err instanceof CofferError && err.status > 0 ? ` (${err.code})` : ''}\n`);
   process.exit(err instanceof CliError ? err.exitCode : 1);

@@ -166,7 +166,7 @@ export class Progress {
     if (files > 1) {
       const seconds = (now - this.started) / 1000;
       const rate = seconds > 0 ? (this.loadedAll - this.baseAll) / seconds : 0;
-      lines.push(this.lineFor(`Total ${this.filesDone}/${files} files, ${formatBytes(this.loadedAll)} of ${formatBytes(this.totalAll)}`, this.loadedAll, Math.max(this.totalAll, 1), rate, width));
+      lines.push(this.lineFor(`Total ${this.filesDone}/${files}, ${formatBytes(this.loadedAll)}/${formatBytes(this.totalAll)}`, this.loadedAll, Math.max(this.totalAll, 1), rate, width));
     }
     this.clear();
     if (lines.length > 0) this.out.write(lines.join('\n') + '\n');

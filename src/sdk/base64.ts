@@ -12,13 +12,27 @@ interface BufferLike {
   from(data: ArrayBufferLike, byteOffset: number, length: number): { toString(encoding: 'base64'): string };
 }
 
-export function encodeBase64(bytes: Uint8Array): string {
-  // Node's native encoder is faster still; reached through globalThis so browsers never need it.
+/** Length of the base64 text of `n` bytes, padding included. */
+export const base64Length = (n: number): number => Math.ceil(n / 3) * 4;
+
+const utf8 = new TextEncoder();
+
+/**
+ * Writes the base64 of `bytes` into `target` at `offset` as ASCII bytes, so a request body
+ * is built without a multi-megabyte string to scan or re-encode. Returns the bytes written.
+ */
+export function encodeBase64Into(bytes: Uint8Array, target: Uint8Array, offset: number): number {
   const NodeBuffer = (globalThis as { Buffer?: BufferLike }).Buffer;
-  if (NodeBuffer) return NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
-  const out = new Uint8Array(Math.ceil(bytes.length / 3) * 4);
+  if (NodeBuffer) {
+    const text = NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+    return utf8.encodeInto(text, target.subarray(offset)).written;
+  }
+  return encodeTable(bytes, target, offset);
+}
+
+function encodeTable(bytes: Uint8Array, out: Uint8Array, start: number): number {
   const whole = bytes.length - (bytes.length % 3);
-  let o = 0;
+  let o = start;
   for (let i = 0; i < whole; i += 3) {
     const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
     out[o++] = CODES[n >>> 18]!;
@@ -34,5 +48,14 @@ export function encodeBase64(bytes: Uint8Array): string {
     out[o++] = rest === 2 ? CODES[(n >>> 6) & 63]! : PAD;
     out[o++] = PAD;
   }
+  return o - start;
+}
+
+export function encodeBase64(bytes: Uint8Array): string {
+  // Node's native encoder is faster still; reached through globalThis so browsers never need it.
+  const NodeBuffer = (globalThis as { Buffer?: BufferLike }).Buffer;
+  if (NodeBuffer) return NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+  const out = new Uint8Array(base64Length(bytes.length));
+  encodeTable(bytes, out, 0);
   return ascii.decode(out);
 }

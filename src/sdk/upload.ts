@@ -8,7 +8,6 @@ import { CofferError } from '../core/errors.js';
 import { fileTypeFor } from '../core/file-types.js';
 import type { FileType } from '../core/records.js';
 import { CHUNK_SIZE, partCount } from '../core/upload.js';
-import { encodeBase64 } from './base64.js';
 import type { CofferClient } from './client.js';
 import type { RetryOptions } from './retry.js';
 
@@ -184,9 +183,7 @@ export async function uploadFile(client: CofferClient, source: UploadSource, opt
   const sendPart = async (n: number, partSignal: AbortSignal | undefined) => {
     const start = (n - 1) * chunkSize;
     const bytes = new Uint8Array(await blob.slice(start, start + partSize(n)).arrayBuffer());
-    await client.uploadPart({
-      bucket: s.bucket, key: s.key, uploadId: s.uploadId, fileId: s.fileId, partNumber: n, body: encodeBase64(bytes),
-    }, { ...(partSignal ? { signal: partSignal } : {}), ...(opts.retry ? { retry: opts.retry } : {}) });
+    await client.uploadPartBytes(s, n, bytes, { ...(partSignal ? { signal: partSignal } : {}), ...(opts.retry ? { retry: opts.retry } : {}) });
     loaded = Math.min(blob.size, loaded + bytes.length);
     partsDone = Math.min(count, partsDone + 1);
     report();

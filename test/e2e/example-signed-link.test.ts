@@ -154,7 +154,7 @@ describe('examples/signed-link', () => {
   });
 
   it('answers 401 without a session, with a made-up session, and to a wrong password', async () => {
-    for (const headers of [{}, { cookie: 'sid=made-up' }]) {
+    for (const headers of [{}, { cookie: 'sid=made-up' }] as Array<Record<string, string>>) {
       const res = await fetch(`${app.url}/files/${file.file_id}`, { headers, redirect: 'manual' });
       expect(res.status).toBe(401);
       expect(res.headers.get('location')).toBeNull();

@@ -46,7 +46,9 @@ function tap(handler?: Handler): { fetch: typeof fetch; sent: Sent[]; parts: () 
   const sent: Sent[] = [];
   const wrapped: typeof fetch = async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
-    const text = typeof init?.body === 'string' ? init.body : '';
+    // Parts are sent as bytes; only their head (the session fields and partNumber) is read.
+    const raw = init?.body;
+    const text = typeof raw === 'string' ? raw : raw instanceof Uint8Array ? new TextDecoder().decode(raw.subarray(0, 400)) : '';
     const m = /"partNumber":(\d+)/.exec(text);
     const s: Sent = { path: url.pathname, part: m ? Number(m[1]) : null, body: !m && text ? JSON.parse(text) : null };
     sent.push(s);
@@ -687,7 +689,7 @@ describe('uploadFile', () => {
   });
 
   it('a shared Limiter(2) keeps at most 2 part requests in flight across 4 uploads', async () => {
-    const inFlight = () => {
+    const inFlight = (holdMs: number) => {
       let now = 0;
       let peak = 0;
       const t = tap(async (s, real) => {
@@ -695,7 +697,7 @@ describe('uploadFile', () => {
         now++;
         peak = Math.max(peak, now);
         try {
-          await sleep(25); // long enough that unbounded requests overlap
+          await sleep(holdMs); // long enough that unbounded requests overlap
           return await real();
         } finally {
           now--;
@@ -705,12 +707,12 @@ describe('uploadFile', () => {
     };
 
     // Without the limiter, the same instrumentation sees more than 2 at once.
-    const control = inFlight();
+    const control = inFlight(150);
     const cc = client({ fetch: control.t.fetch });
     await Promise.all([0, 1, 2, 3].map((i) => cc.uploadFile(randomBytes(100), { name: `free-${i}.bin` })));
     expect(control.peak()).toBeGreaterThan(2);
 
-    const limited = inFlight();
+    const limited = inFlight(25);
     const c = client({ fetch: limited.t.fetch });
     const limiter = new Limiter(2);
     const sources = [0, 1, 2, 3].map(() => randomBytes(CHUNK_SIZE + 10));

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { encodeBase64 } from '../../src/sdk/base64.js';
+import { CofferClient } from '../../src/sdk/client.js';
 
 const viaBuffer = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
 
@@ -82,5 +83,44 @@ describe('encodeBase64 with Buffer (the Node path)', () => {
     expect(pooled.byteOffset + pooled.length).toBeLessThanOrEqual(pooled.buffer.byteLength);
     expect(encodeBase64(pooled)).toBe(pooled.toString('base64'));
     expect(pure(pooled)).toBe(pooled.toString('base64'));
+  });
+});
+
+describe('part bodies built as bytes (CofferClient.uploadPartBytes)', () => {
+  const session = { fileId: 'f_1', bucket: 'b"q', key: 'k\\1', uploadId: 'u-1' };
+
+  /** The body the client hands to fetch for one part, decoded and parsed. */
+  async function sentBody(bytes: Uint8Array): Promise<Record<string, unknown>> {
+    let captured: Uint8Array | null = null;
+    const client = new CofferClient({
+      url: 'http://coffer.invalid',
+      fetch: async (_input, init) => {
+        captured = init!.body as Uint8Array;
+        // A plain object: undici's Response needs the Buffer this test hides.
+        const text = '{"file_id":"f_1","partNumber":3,"size":0,"etag":"e","received_parts":1,"part_count":3}';
+        return { ok: true, status: 200, headers: new Headers(), text: async () => text } as unknown as Response;
+      },
+    });
+    await client.uploadPartBytes(session, 3, bytes);
+    expect(captured).toBeInstanceOf(Uint8Array);
+    const text = new TextDecoder().decode(captured!);
+    // The chunk comes last, so the origin can stream it.
+    expect(text.indexOf('"body":')).toBeGreaterThan(text.indexOf('"partNumber":'));
+    return JSON.parse(text) as Record<string, unknown>;
+  }
+
+  it('is the JSON of the request, with Buffer and without', async () => {
+    for (const n of [0, 1, 2, 3, 1000, 5 * 1024 * 1024]) {
+      const bytes = new Uint8Array(randomBytes(n));
+      const expected = { bucket: 'b"q', key: 'k\\1', uploadId: 'u-1', fileId: 'f_1', partNumber: 3, body: viaBuffer(bytes) };
+      expect(await sentBody(bytes)).toEqual(expected);
+      const saved = Object.getOwnPropertyDescriptor(globalThis, 'Buffer')!;
+      Object.defineProperty(globalThis, 'Buffer', { configurable: true, value: undefined });
+      try {
+        expect(await sentBody(bytes)).toEqual(expected);
+      } finally {
+        Object.defineProperty(globalThis, 'Buffer', saved);
+      }
+    }
   });
 });

@@ -275,7 +275,7 @@ function visibilityCell(r: FileRecord | FolderRecord): string {
 async function ls(folder: string | undefined, flags: ListFlags, io: Io): Promise<void> {
   const client = await clientFor(flags, io);
   const sort = flags.sort ?? 'name';
-  if (!['name', 'created_at', 'size'].includes(sort)) throw new CliError('--sort must be name, created_at or size.');
+  if (!['name', 'created_at', 'updated_at', 'size'].includes(sort)) throw new CliError('--sort must be name, created_at, updated_at or size.');
   const order = flags.order ?? 'asc';
   if (!['asc', 'desc'].includes(order)) throw new CliError('--order must be asc or desc.');
   let all: ListResponse | null = null;
@@ -582,7 +582,7 @@ export function registerClientCommands(program: Command, io: Io = defaultIo()): 
 
   clientOptions(program.command('ls').description('List a folder: its folders, then its files.'))
     .argument('[folder]', 'the folder id (default: the root)')
-    .option('--sort <field>', 'name, created_at or size (default name)')
+    .option('--sort <field>', 'name, created_at, updated_at or size (default name)')
     .option('--order <order>', 'asc or desc (default asc)')
     .option('--json', 'print the listing as JSON')
     .addHelpText('after', examples('coffer ls', 'coffer ls 3kTQ0q2BWbcD9yqfXh4r1A --sort size --order desc', 'coffer ls --json'))

@@ -20,6 +20,8 @@ export interface Config {
   edgeLeaseMs: number;
   publicMaxAge: number | undefined;
   uploadTtl: number;
+  /** Seconds a Playground session lasts after sign-in. */
+  sessionTtl: number;
   maxFileSize: number;
   /** Requests per second one client address may make to the programmatic interface. */
   rateLimit: number;
@@ -42,6 +44,7 @@ export const SETTINGS = [
   ['COFFER_EDGE_LEASE_MS', 'how long an edge serves from cache without hearing from the origin (default 5000)'],
   ['COFFER_PUBLIC_MAX_AGE', 'seconds of browser caching for Public answers'],
   ['COFFER_UPLOAD_TTL', 'seconds an open upload may stay open (default 86400)'],
+  ['COFFER_SESSION_TTL', 'seconds a Playground session lasts after sign-in (default 43200)'],
   ['COFFER_MAX_FILE_SIZE', 'largest declared size accepted at initiate (default 52428800000)'],
   ['COFFER_RATE_LIMIT', 'requests per second per client address (default 1000)'],
   ['COFFER_LOG_LEVEL', 'info, warn, error or debug (default info)'],
@@ -101,6 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     edgeLeaseMs: integer('COFFER_EDGE_LEASE_MS', get('COFFER_EDGE_LEASE_MS'), 5000, 1),
     publicMaxAge: optionalInteger('COFFER_PUBLIC_MAX_AGE', get('COFFER_PUBLIC_MAX_AGE')),
     uploadTtl: integer('COFFER_UPLOAD_TTL', get('COFFER_UPLOAD_TTL'), 86_400, 1),
+    sessionTtl: integer('COFFER_SESSION_TTL', get('COFFER_SESSION_TTL'), 43_200, 1),
     maxFileSize: integer('COFFER_MAX_FILE_SIZE', get('COFFER_MAX_FILE_SIZE'), DEFAULT_MAX_FILE_SIZE),
     rateLimit: integer('COFFER_RATE_LIMIT', get('COFFER_RATE_LIMIT'), 1000, 1),
     logLevel: get('COFFER_LOG_LEVEL') || 'info',

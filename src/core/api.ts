@@ -135,7 +135,9 @@ export type DeleteFolderRequest = Static<typeof DeleteFolderRequest>;
 export const DeleteFolderResponse = Type.Object({ folder_id: Type.String(), deleted_files: Type.Integer(), deleted_folders: Type.Integer() });
 export type DeleteFolderResponse = Static<typeof DeleteFolderResponse>;
 
-const SortField = Type.Union([Type.Literal('name'), Type.Literal('created_at'), Type.Literal('size')]);
+const SortField = Type.Union([Type.Literal('name'), Type.Literal('created_at'), Type.Literal('updated_at'), Type.Literal('size')], {
+  description: 'name (default), created_at, updated_at (last modified) or size. Folders sort by name when the sort is size.',
+});
 const SortOrder = Type.Union([Type.Literal('asc'), Type.Literal('desc')]);
 
 export const ListRequest = Type.Object({
@@ -210,3 +212,18 @@ export const CreateLinkResponse = Type.Object({
   expires_at: Type.String({ format: 'date-time' }),
 });
 export type CreateLinkResponse = Static<typeof CreateLinkResponse>;
+
+// Playground sessions (docs/api.md)
+export const SessionRequest = Type.Object({
+  access_key: Type.String({ description: 'The access key; exchanged for the session cookie and never stored by the page.' }),
+}, strict);
+export type SessionRequest = Static<typeof SessionRequest>;
+
+export const SessionResponse = Type.Object({
+  csrf_token: Type.String({ description: 'Send it as the X-CSRF-Token header with every call the cookie authenticates.' }),
+  expires_at: Type.String({ format: 'date-time', description: 'When the session ends unless signed out before.' }),
+});
+export type SessionResponse = Static<typeof SessionResponse>;
+
+export const EndSessionRequest = Nullable(Type.Object({}, { ...strict, description: 'No fields: an empty object, or no body.' }));
+export const EndSessionResponse = Type.Object({ ended: Type.Literal(true) });

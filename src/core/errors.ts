@@ -33,6 +33,7 @@ export const errors = {
     new CofferError(400, code, message, { field, ...extra }),
   unauthorized: (message = 'Send the access key as "Authorization: Bearer <ACCESS_KEY>".') =>
     new CofferError(401, 'unauthorized', message),
+  csrfFailed: (message: string) => new CofferError(403, 'csrf_failed', message),
   fileNotFound: (fileId: string) =>
     new CofferError(404, 'file_not_found', `No file has the id "${fileId}".`, { file_id: fileId }),
   folderNotFound: (folderId: string, field = 'folder_id') =>

@@ -56,7 +56,7 @@ export interface StoredEvent extends Required<NewEvent> {
   created_at: number;
 }
 
-export type SortField = 'name' | 'created_at' | 'size';
+export type SortField = 'name' | 'created_at' | 'updated_at' | 'size';
 export type SortOrder = 'asc' | 'desc';
 
 /** Where a keyset page starts: after this sort value and id. */
@@ -73,6 +73,17 @@ export interface PageQuery {
   limit: number;
   /** Case-folded text the name key must contain (search). */
   nameContains?: string;
+}
+
+/**
+ * A Playground session. Only the SHA-256 of the cookie's token is kept, so a copy of the
+ * database cannot be replayed as a live session; the CSRF token is useless without the cookie.
+ */
+export interface StoredSession {
+  token_hash: string;
+  csrf_token: string;
+  created_at: number;
+  expires_at: number;
 }
 
 /** A blob left to remove: the multipart upload `upload_id` if set, the object if `object` is 1. */
@@ -111,6 +122,11 @@ export interface MetadataTx {
   appendEvent(event: NewEvent, at: number): Promise<number>;
   /** Blobs to remove once the transaction has committed; kept until they are gone. */
   queueBlobDeletion(blobs: BlobToDelete[], at: number): Promise<void>;
+
+  insertSession(session: StoredSession): Promise<void>;
+  getSession(tokenHash: string): Promise<StoredSession | undefined>;
+  /** Returns whether a session was there to delete. */
+  deleteSession(tokenHash: string): Promise<boolean>;
 }
 
 export interface MetadataStore {
@@ -133,6 +149,8 @@ export interface MetadataStore {
   lastEventSeq(): Promise<number>;
   pendingBlobDeletions(limit: number): Promise<Array<BlobToDelete & { id: number }>>;
   forgetBlobDeletions(ids: number[]): Promise<void>;
+  /** Deletes sessions whose expiry is at or before `now`; returns how many. */
+  deleteExpiredSessions(now: number): Promise<number>;
   close(): Promise<void>;
 }
 

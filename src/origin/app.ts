@@ -9,8 +9,10 @@ import { randomBytes } from 'node:crypto';
 import { CofferError, errors, isCofferError } from '../core/errors.js';
 import { ErrorBody, UploadPartRequest, UploadPartResponse } from '../core/api.js';
 import type { PartWriter } from '../core/ports.js';
-import type { CofferService } from '../service/service.js';
-import { bearerChecker } from './auth.js';
+import { DEFAULT_SESSION_TTL_SECONDS, type CofferService } from '../service/service.js';
+import { CSRF_HEADER, requestAuthenticator } from './auth.js';
+import { registerSessionRoutes } from './session-routes.js';
+import { DEFAULT_PLAYGROUND_DIR, registerPlayground } from './playground.js';
 import { readChunkBody } from './chunk-body.js';
 import { RateLimiter } from './rate-limit.js';
 import type { Endpoint } from './routes/endpoint.js';
@@ -33,6 +35,10 @@ export interface OriginAppOptions {
   logStream?: NodeJS.WritableStream;
   /** The delivery network's side of the origin, with the credentials edges may present. */
   edges?: { hub: EdgeHub; tokens: string[] };
+  /** Seconds a Playground session lasts (default 12 hours). */
+  sessionTtlSeconds?: number;
+  /** The Playground's build; by default dist/playground next to the compiled origin. */
+  playgroundDir?: string;
 }
 
 const ENDPOINTS: Endpoint[] = [
@@ -43,7 +49,8 @@ const ENDPOINTS: Endpoint[] = [
 ];
 
 const ERROR_RESPONSES = Object.fromEntries(
-  [[400, 'The body is malformed or a field is wrong'], [401, 'No key, a malformed header, or an unknown key'], [404, 'No such id'],
+  [[400, 'The body is malformed or a field is wrong'], [401, 'No key, a malformed header, or an unknown key; or a session cookie of no live session'],
+    [403, 'A session cookie without the X-CSRF-Token of its session (csrf_failed)'], [404, 'No such id'],
     [409, 'The request conflicts with the current state'], [413, 'A body or a declared size over the limits'],
     [415, 'A body that is not JSON'], [429, 'Too many requests; Retry-After is set']]
     .map(([status, description]) => [status, { ...ErrorBody, description }]),
@@ -99,7 +106,13 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     logger: {
       level: opts.logLevel ?? 'info',
       // Credentials never reach a log line, whatever a future log call includes.
-      redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'headers.cookie', 'body'], censor: '[redacted]' },
+      redact: {
+        paths: [
+          'req.headers.authorization', 'req.headers.cookie', `req.headers["${CSRF_HEADER}"]`, 'headers.authorization', 'headers.cookie', `headers["${CSRF_HEADER}"]`,
+          'res.headers["set-cookie"]', 'body', 'access_key', '*.access_key', 'csrf_token', '*.csrf_token',
+        ],
+        censor: '[redacted]',
+      },
       ...(opts.logStream ? { stream: opts.logStream } : {}),
     } as any,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
@@ -120,7 +133,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   // Only JSON is a body here: without this, text/plain would be parsed and answered 400, not 415.
   app.removeContentTypeParser('text/plain');
 
-  const checkKey = bearerChecker(opts.accessKey);
+  const authenticate = requestAuthenticator(opts.accessKey, opts.service);
   const limiter = new RateLimiter(opts.rateLimit);
   app.addHook('onClose', async () => limiter.close());
 
@@ -135,10 +148,13 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
       reply.header('Connection', 'close');
       throw errors.unavailable('The service is shutting down; try again in a moment.');
     }
-    if (!request.url.startsWith('/collections/')) return;
+    const path = request.url.split('?', 1)[0]!;
+    const api = path.startsWith('/collections/');
+    // Sign-in shares the limit, so it slows guessing the key as much as the Bearer path does.
+    if (!api && path !== '/session' && !path.startsWith('/session/')) return;
     const wait = limiter.take(request.ip);
     if (wait > 0) throw errors.rateLimited(wait);
-    checkKey(request.headers.authorization);
+    if (api) await authenticate({ authorization: request.headers.authorization, cookie: request.headers.cookie, csrf: request.headers[CSRF_HEADER] });
   });
 
   app.addHook('onResponse', async (request, reply) => {
@@ -161,11 +177,18 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
       info: {
         title: 'Coffer',
         version: '1.0.0',
-        description: 'File storage and edge delivery. Every call is POST with a JSON body and "Authorization: Bearer <ACCESS_KEY>". Failures answer {"error": {"code", "message", "details"}}.',
+        description: 'File storage and edge delivery. Every call is POST with a JSON body and "Authorization: Bearer <ACCESS_KEY>" '
+          + '(or, from the Playground, its session cookie with the X-CSRF-Token header). Failures answer {"error": {"code", "message", "details"}}.',
       },
       servers: [{ url: opts.baseUrl }],
-      components: { securitySchemes: { accessKey: { type: 'http', scheme: 'bearer', description: 'The access key.' } } },
-      security: [{ accessKey: [] }],
+      components: {
+        securitySchemes: {
+          accessKey: { type: 'http', scheme: 'bearer', description: 'The access key.' },
+          sessionCookie: { type: 'apiKey', in: 'cookie', name: 'coffer_session', description: 'The session cookie POST /session sets.' },
+          csrfToken: { type: 'apiKey', in: 'header', name: 'X-CSRF-Token', description: 'The csrf_token of the session; required with the cookie.' },
+        },
+      },
+      security: [{ accessKey: [] }, { sessionCookie: [], csrfToken: [] }],
     },
   });
 
@@ -174,6 +197,10 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { docExpansion: 'list', defaultModelsExpandDepth: 0 } });
 
   const service = opts.service;
+  await registerSessionRoutes(app, service, {
+    accessKey: opts.accessKey, baseUrl: opts.baseUrl, ttlSeconds: opts.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_SECONDS, errorResponses: ERROR_RESPONSES,
+  });
+  await registerPlayground(app, { dir: opts.playgroundDir ?? DEFAULT_PLAYGROUND_DIR, cdnUrl: () => service.opts.cdnUrl });
   if (opts.edges) await registerEdgeRoutes(app, service, opts.edges.hub, opts.edges.tokens);
   for (const e of ENDPOINTS) {
     app.post(e.path, {

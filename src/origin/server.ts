@@ -23,6 +23,8 @@ export interface StartOriginOptions {
   /** Told once, when credentials were generated. */
   announce?: (generated: Partial<Record<'accessKey' | 'signingSecret', string>>) => void;
   logStream?: NodeJS.WritableStream;
+  /** The Playground's build, when not dist/playground next to the compiled origin. */
+  playgroundDir?: string;
 }
 
 /** Sweeps often enough that an upload never outlives its time by much. */
@@ -36,6 +38,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     cdnUrl: config.cdnUrl,
     signingSecrets: credentials.signingSecrets,
     uploadTtlSeconds: config.uploadTtl,
+    sessionTtlSeconds: config.sessionTtl,
     maxFileSize: config.maxFileSize,
     onBackgroundError: (what, err) => app.log.error({ err }, `${what} failed`),
   });
@@ -45,7 +48,9 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
   const edgeTokens = config.edgeToken ? [config.edgeToken] : credentials.signingSecrets.map((s) => deriveEdgeToken(s, nodeHmac));
   const app = await buildOriginApp({
     service, accessKey: credentials.accessKey, baseUrl: config.baseUrl, rateLimit: config.rateLimit, logLevel: config.logLevel,
+    sessionTtlSeconds: config.sessionTtl,
     ...(opts.logStream ? { logStream: opts.logStream } : {}),
+    ...(opts.playgroundDir ? { playgroundDir: opts.playgroundDir } : {}),
     edges: { hub, tokens: edgeTokens },
   });
 
@@ -53,12 +58,13 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     try {
       await service.expireUploads();
       await service.emptyTrash();
+      await service.expireSessions();
     } catch (err) {
-      app.log.error({ err }, 'sweeping stale uploads failed');
+      app.log.error({ err }, 'sweeping stale uploads and sessions failed');
     }
   };
   await sweep();
-  const timer = setInterval(sweep, sweepInterval(config.uploadTtl));
+  const timer = setInterval(sweep, sweepInterval(Math.min(config.uploadTtl, config.sessionTtl)));
   timer.unref();
 
   await app.listen({ host: config.host, port: config.port });

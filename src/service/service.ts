@@ -2,6 +2,7 @@
  * Every rule of contract §4–§6, over the ports. No HTTP here: routes hand in plain
  * values and get records back or a CofferError.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import mime from 'mime';
 import { errors } from '../core/errors.js';
 import { newId } from '../core/ids.js';
@@ -26,6 +27,8 @@ export interface ServiceOptions {
   /** The first signs; all verify. */
   signingSecrets: string[];
   uploadTtlSeconds: number;
+  /** How long a Playground session lasts; 12 hours when not given. */
+  sessionTtlSeconds?: number;
   maxFileSize: number;
   now?: () => number;
   /** Told of background failures that no request will report. */
@@ -46,6 +49,17 @@ export interface PartInput {
   /** Set when the body was not valid base64. */
   invalidBase64: boolean;
 }
+
+export const DEFAULT_SESSION_TTL_SECONDS = 43_200;
+
+/** A live session as the origin needs it: what to compare the CSRF header with, and until when. */
+export interface Session {
+  csrfToken: string;
+  expiresAt: number;
+}
+
+/** The key a session is stored under: its token's SHA-256, never the token. */
+export const sessionTokenHash = (token: string): string => createHash('sha256').update(token).digest('hex');
 
 const CONTENT_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"\\\r\n]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
 const COMPLETE_ATTEMPTS = 3;
@@ -385,6 +399,37 @@ export class CofferService {
     if (blob.object) await this.blobs.delete(blob.blob_key);
   }
 
+  // ---- Playground sessions ------------------------------------------------------
+
+  /** Opens a session for a caller that has shown the access key; the token goes in the cookie only. */
+  async startSession(): Promise<Session & { token: string }> {
+    // 256 random bits each: neither can be guessed.
+    const token = randomBytes(32).toString('base64url');
+    const csrfToken = randomBytes(32).toString('base64url');
+    const now = this.now();
+    const expiresAt = now + (this.opts.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_SECONDS) * 1000;
+    await this.meta.transaction((tx) => tx.insertSession({ token_hash: sessionTokenHash(token), csrf_token: csrfToken, created_at: now, expires_at: expiresAt }));
+    return { token, csrfToken, expiresAt };
+  }
+
+  /** The live session a cookie's token names, or null: unknown, ended and expired alike. */
+  async findSession(token: string): Promise<Session | null> {
+    const row = await this.meta.read.getSession(sessionTokenHash(token));
+    // Expired sessions are refused at once; the sweeper only tidies up.
+    if (!row || row.expires_at <= this.now()) return null;
+    return { csrfToken: row.csrf_token, expiresAt: row.expires_at };
+  }
+
+  /** Ends a session for good: its cookie is worthless from now on, wherever it is replayed. */
+  async endSession(token: string): Promise<boolean> {
+    return this.meta.transaction((tx) => tx.deleteSession(sessionTokenHash(token)));
+  }
+
+  /** Deletes expired sessions; returns how many. */
+  async expireSessions(): Promise<number> {
+    return this.meta.deleteExpiredSessions(this.now());
+  }
+
   // ---- folders (contract §5) ---------------------------------------------------
 
   async createFolder(req: CreateFolderRequest): Promise<FolderRecord> {
@@ -481,8 +526,8 @@ export class CofferService {
     const scope = cursorScope(parentId, sort, order, query);
     const state = cursor ? decodeCursor(cursor, scope) : { scope, phase: 'folders' as const, after: null };
     const base: Omit<PageQuery, 'after' | 'limit'> = { parentId, sort, order, ...(query !== undefined ? { nameContains: query } : {}) };
-    const folderValue = (f: StoredFolder) => (sort === 'created_at' ? f.created_at : f.name_key);
-    const fileValue = (f: StoredFile) => (sort === 'name' ? f.name_key : sort === 'size' ? f.size : f.created_at);
+    const folderValue = (f: StoredFolder) => (sort === 'created_at' ? f.created_at : sort === 'updated_at' ? f.updated_at : f.name_key);
+    const fileValue = (f: StoredFile) => (sort === 'name' ? f.name_key : f[sort]);
 
     let folders: StoredFolder[] = [];
     let files: StoredFile[] = [];

@@ -342,7 +342,7 @@ describe('coffer ls', () => {
     // Ascending by size, to be sure the order follows the flag and not the names.
     const asc = json<ListResponse>(await ok(['ls', top.folder_id, '--sort', 'size', '--order', 'asc', '--json']));
     expect(asc.files.map((f) => f.size)).toEqual([10, 2000, 300_000]);
-    expect(badSort.stderr).toBe('coffer: --sort must be name, created_at or size.\n');
+    expect(badSort.stderr).toBe('coffer: --sort must be name, created_at, updated_at or size.\n');
   });
 
   it('fails on an unknown folder with the service\'s message', async () => {

@@ -92,6 +92,7 @@ describe('interface description', () => {
       '/collections/folder/create', '/collections/folder/delete', '/collections/folder/get', '/collections/folder/update',
       '/collections/list', '/collections/search',
       '/collections/upload/abort', '/collections/upload/complete-upload', '/collections/upload/file', '/collections/upload/file-progress', '/collections/upload/status',
+      '/session', '/session/end',
     ]);
     const initiate = doc.paths['/collections/upload/file'].post;
     const schema = initiate.requestBody.content['application/json'].schema;

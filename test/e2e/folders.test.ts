@@ -526,6 +526,65 @@ describe('list', () => {
     expect(dflt.folders.map((f: any) => f.name)).toEqual(['bravo', 'echo', 'kilo', 'tango']);
   });
 
+  it('sorts by updated_at (last modified): a rename, move or visibility switch moves the entry; pages in that order', async () => {
+    const p = await mkdir(o, unique('modified'));
+    const elsewhere = await mkdir(o, unique('elsewhere'));
+    const tick = () => new Promise((r) => setTimeout(r, 3));
+    const folders: any[] = [];
+    for (const n of ['f-one', 'f-two', 'f-three']) {
+      folders.push(await mkdir(o, n, p.folder_id));
+      await tick();
+    }
+    const files: any[] = [];
+    for (const n of ['a.txt', 'b.txt', 'c.txt', 'd.txt']) {
+      files.push(await upload(o, n, p.folder_id));
+      await tick();
+    }
+    const outsider = await upload(o, 'moved-in.txt', elsewhere.folder_id);
+    await tick();
+    // Modified in an order unlike the creation order and unlike the names.
+    expect((await o.post('/collections/folder/update', { folder_id: folders[0].folder_id, visibility: 'Private' })).status).toBe(200);
+    await tick();
+    expect((await o.post('/collections/file/update', { file_id: files[1].file_id, name: 'b-renamed.txt' })).status).toBe(200);
+    await tick();
+    expect((await o.post('/collections/file/update', { file_id: outsider.file_id, folder_id: p.folder_id })).status).toBe(200);
+    await tick();
+    expect((await o.post('/collections/file/update', { file_id: files[0].file_id, visibility: 'Private' })).status).toBe(200);
+    await tick();
+    // An update that changes nothing is no modification.
+    expect((await o.post('/collections/file/update', { file_id: files[2].file_id, name: 'c.txt' })).status).toBe(200);
+
+    const folderIds = [folders[1], folders[2], folders[0]].map((f) => f.folder_id);
+    const fileIds = [files[2], files[3], files[1], outsider, files[0]].map((f) => f.file_id);
+    const asc = await list(o, { folder_id: p.folder_id, sort: 'updated_at' });
+    expect(asc.folders.map((f: any) => f.folder_id)).toEqual(folderIds);
+    expect(asc.files.map((f: any) => f.file_id)).toEqual(fileIds);
+    // The order is the order of the updated_at the records show.
+    for (const group of [asc.folders, asc.files]) {
+      const times = group.map((x: any) => x.updated_at);
+      expect(times).toEqual([...times].sort());
+    }
+    const desc = await list(o, { folder_id: p.folder_id, sort: 'updated_at', order: 'desc' });
+    expect(entryIds(desc)).toEqual([...[...folderIds].reverse(), ...[...fileIds].reverse()]);
+
+    // Pages of two cross from folders to files without skipping or repeating.
+    for (const order of ['asc', 'desc'] as const) {
+      const { pages, ids } = await listAll(o, { folder_id: p.folder_id, limit: 2, sort: 'updated_at', order });
+      expect(ids).toEqual(entryIds(order === 'asc' ? asc : desc));
+      expect(pages).toHaveLength(4);
+      expect(pages[1].folders).toHaveLength(1);
+      expect(pages[1].files).toHaveLength(1);
+    }
+
+    // A cursor is bound to its sort: created_at and updated_at cursors both hold times, and still do not mix.
+    const byModified = await list(o, { folder_id: p.folder_id, limit: 4, sort: 'updated_at' });
+    const byCreated = await list(o, { folder_id: p.folder_id, limit: 4, sort: 'created_at' });
+    expectError(await o.post('/collections/list', { folder_id: p.folder_id, limit: 4, sort: 'created_at', cursor: byModified.next_cursor }), 400, 'invalid_cursor', { field: 'cursor' });
+    expectError(await o.post('/collections/list', { folder_id: p.folder_id, limit: 4, sort: 'updated_at', cursor: byCreated.next_cursor }), 400, 'invalid_cursor', { field: 'cursor' });
+    expectError(await o.post('/collections/list', { folder_id: p.folder_id, limit: 4, cursor: byModified.next_cursor }), 400, 'invalid_cursor', { field: 'cursor' });
+    expect((await o.post('/collections/list', { folder_id: p.folder_id, limit: 4, sort: 'updated_at', cursor: byModified.next_cursor })).status).toBe(200);
+  });
+
   it('pages with limit 3 over 25 entries visit every entry exactly once, for every sort and order', async () => {
     const p = await mkdir(o, unique('paging'));
     for (let i = 0; i < 10; i++) await mkdir(o, `folder-${(i * 7) % 10}`, p.folder_id);
@@ -533,7 +592,7 @@ describe('list', () => {
     for (let i = 0; i < 15; i++) await upload(o, `file-${i % 4}`, p.folder_id, i % 3);
     const expected = entryIds(await list(o, { folder_id: p.folder_id, limit: 1000 }));
     expect(expected).toHaveLength(25);
-    for (const sort of ['name', 'created_at', 'size'] as const) {
+    for (const sort of ['name', 'created_at', 'updated_at', 'size'] as const) {
       for (const order of ['asc', 'desc'] as const) {
         const whole = entryIds(await list(o, { folder_id: p.folder_id, limit: 1000, sort, order }));
         expect(new Set(whole)).toEqual(new Set(expected));
@@ -555,7 +614,7 @@ describe('list', () => {
     const initial = entryIds(await list(o, { folder_id: p.folder_id, limit: 1000 }));
     expect(initial).toHaveLength(25);
     let n = 0;
-    for (const sort of ['name', 'created_at', 'size'] as const) {
+    for (const sort of ['name', 'created_at', 'updated_at', 'size'] as const) {
       for (const order of ['asc', 'desc'] as const) {
         const seen: string[] = [];
         let cursor: string | null = null;
@@ -597,6 +656,7 @@ describe('list', () => {
       { folder_id: null },
       { folder_id: a.folder_id, sort: 'size' },
       { folder_id: a.folder_id, sort: 'created_at' },
+      { folder_id: a.folder_id, sort: 'updated_at' },
       { folder_id: a.folder_id, order: 'desc' },
     ];
     for (const c of cases) {
@@ -646,10 +706,13 @@ describe('list at scale', () => {
     const names = perm(1);
     const sizes = perm(2);
     const times = perm(3);
+    const modified = perm(4);
     const base = Date.now() - N;
     const rows: StoredFile[] = new Array(N);
     for (let i = 0; i < N; i++) {
-      rows[i] = fileRow({ name: `f${String(names[i]).padStart(6, '0')}.bin`, folder_id: p.folder_id, size: sizes[i]! * 3 + 1, created_at: base + times[i]! });
+      rows[i] = fileRow({
+        name: `f${String(names[i]).padStart(6, '0')}.bin`, folder_id: p.folder_id, size: sizes[i]! * 3 + 1, created_at: base + times[i]!, updated_at: base + N + modified[i]!,
+      });
     }
     const t0 = performance.now();
     // A second connection with one prepared statement: the origin's own path costs a query build per row.
@@ -663,16 +726,18 @@ describe('list at scale', () => {
     }
     console.log(`inserted ${N} file rows in ${Math.round(performance.now() - t0)} ms`);
 
-    const keyOf: Record<SortField, (r: StoredFile) => string | number> = { name: (r) => r.name_key, created_at: (r) => r.created_at, size: (r) => r.size };
-    for (const sort of ['name', 'created_at', 'size'] as const) {
+    const keyOf: Record<SortField, (r: StoredFile) => string | number> = {
+      name: (r) => r.name_key, created_at: (r) => r.created_at, updated_at: (r) => r.updated_at, size: (r) => r.size,
+    };
+    for (const sort of ['name', 'created_at', 'updated_at', 'size'] as const) {
       for (const order of ['asc', 'desc'] as const) {
         const key = keyOf[sort];
         const expected = [...rows].sort((x, y) => (key(x) < key(y) ? -1 : key(x) > key(y) ? 1 : 0) * (order === 'asc' ? 1 : -1));
         const t = performance.now();
         const first = await list(o, { folder_id: p.folder_id, limit: 50, sort, order });
         console.log(`first page of ${N} by ${sort} ${order}: ${(performance.now() - t).toFixed(1)} ms`);
-        // Folders by name, or by creation for created_at ("sub-b" was made first).
-        const folderOrder = sort === 'created_at' ? ['sub-b', 'sub-a'] : ['sub-a', 'sub-b'];
+        // Folders by name, or by time for created_at and updated_at ("sub-b" was made first, neither changed since).
+        const folderOrder = sort === 'created_at' || sort === 'updated_at' ? ['sub-b', 'sub-a'] : ['sub-a', 'sub-b'];
         expect(first.folders.map((f: any) => f.name)).toEqual(order === 'asc' ? folderOrder : [...folderOrder].reverse());
         expect(first.files.map((f: any) => f.file_id)).toEqual(expected.slice(0, 48).map((r) => r.id));
         const second = await list(o, { folder_id: p.folder_id, limit: 50, sort, order, cursor: first.next_cursor });
@@ -688,12 +753,13 @@ describe('list at scale', () => {
     const db = new BetterSqlite3(join(o.dataDir, 'coffer.sqlite'), { readonly: true, fileMustExist: true });
     try {
       const plans: string[] = [];
-      for (const sort of ['name', 'created_at', 'size'] as const) {
+      for (const sort of ['name', 'created_at', 'updated_at', 'size'] as const) {
         for (const order of ['asc', 'desc'] as const) {
           const mid = rows[12345]!;
           for (const after of [null, { value: keyOf[sort](mid), id: mid.id }]) {
             for (const table of ['files', 'folders'] as const) {
-              const q: PageQuery = { parentId: p.folder_id, sort, order, after: table === 'folders' && after ? { value: sort === 'created_at' ? mid.created_at : 'm', id: mid.id } : after, limit: 101 };
+              const folderAfter = sort === 'created_at' || sort === 'updated_at' ? { value: mid[sort], id: mid.id } : { value: 'm', id: mid.id };
+              const q: PageQuery = { parentId: p.folder_id, sort, order, after: table === 'folders' && after ? folderAfter : after, limit: 101 };
               const compiled = kysely.compilePage(table, q);
               const plan = (db.prepare(`EXPLAIN QUERY PLAN ${compiled.sql}`).all(...(compiled.parameters as unknown[])) as Array<{ detail: string }>)
                 .map((r) => r.detail).join('\n');
@@ -712,7 +778,7 @@ describe('list at scale', () => {
           }
         }
       }
-      expect(plans).toHaveLength(24);
+      expect(plans).toHaveLength(32);
     } finally {
       db.close();
     }

@@ -1,8 +1,9 @@
 /** Starts a real origin (real HTTP, a real SQLite file and blob directory) for a test. */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { loadConfig, type SettingName } from '../../src/config/config.js';
 import { startOrigin, type RunningOrigin } from '../../src/origin/server.js';
 
@@ -19,7 +20,15 @@ export interface TestOrigin {
   close(): Promise<void>;
 }
 
-export async function startTestOrigin(settings: Partial<Record<SettingName, string>> = {}): Promise<TestOrigin> {
+/** The Playground as `npm run build` leaves it; the origin runs from src here, so it is named explicitly. */
+export const PLAYGROUND_BUILD = resolve(dirname(fileURLToPath(import.meta.url)), '../../dist/playground');
+
+export interface TestOriginOptions {
+  /** Where the Playground's build is (default: the project's dist/playground). */
+  playgroundDir?: string;
+}
+
+export async function startTestOrigin(settings: Partial<Record<SettingName, string>> = {}, options: TestOriginOptions = {}): Promise<TestOrigin> {
   const dataDir = settings.COFFER_DATA_DIR ?? (await mkdtemp(join(tmpdir(), 'coffer-test-')));
   const key = settings.COFFER_ACCESS_KEY ?? 'test-key-' + Math.random().toString(36).slice(2);
   const secret = settings.COFFER_SIGNING_SECRET ?? 'test-secret-' + Math.random().toString(36).slice(2);
@@ -34,7 +43,7 @@ export async function startTestOrigin(settings: Partial<Record<SettingName, stri
       cb();
     },
   });
-  const origin = await startOrigin(config, { logStream });
+  const origin = await startOrigin(config, { logStream, playgroundDir: options.playgroundDir ?? PLAYGROUND_BUILD });
   const url = origin.url;
   return {
     url, key, secret, dataDir, origin, logs,

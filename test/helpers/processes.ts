@@ -52,10 +52,12 @@ export interface SpawnOptions {
   readyTimeoutMs?: number;
   /** Which listening line to wait for: `origin` or `edge`. */
   kind: 'origin' | 'edge';
+  /** Working directory (default: the test runner's). */
+  cwd?: string;
 }
 
 export function spawnCoffer(opts: SpawnOptions): CofferProcess {
-  const child = spawn(process.execPath, [CLI, ...opts.args], { env: childEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...opts.args], { env: childEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'], ...(opts.cwd ? { cwd: opts.cwd } : {}) });
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });

@@ -3,7 +3,7 @@
  */
 import { Migrator, sql, type Kysely, type Transaction } from 'kysely';
 import type {
-  BlobToDelete, MetadataStore, MetadataTx, NewEvent, PageQuery, StoredEvent, StoredFile, StoredFolder, StoredPart,
+  BlobToDelete, MetadataStore, MetadataTx, NewEvent, PageQuery, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
 } from '../../core/ports.js';
 import { CofferMigrations } from './migrations.js';
 import type { Database } from './schema.js';
@@ -20,6 +20,11 @@ function fileRow(row: StoredFile): StoredFile {
 function folderRow(row: StoredFolder): StoredFolder {
   row.created_at = Number(row.created_at);
   row.updated_at = Number(row.updated_at);
+  return row;
+}
+function sessionRow(row: StoredSession): StoredSession {
+  row.created_at = Number(row.created_at);
+  row.expires_at = Number(row.expires_at);
   return row;
 }
 function partRow(row: StoredPart): StoredPart {
@@ -169,6 +174,28 @@ class KyselyTx implements MetadataTx {
       await this.db.insertInto('blob_trash').values(batch.map((b) => ({ ...b, created_at: at }))).execute();
     }
   }
+
+  async insertSession(session: StoredSession) {
+    await this.db.insertInto('sessions').values(session).execute();
+  }
+
+  async getSession(tokenHash: string) {
+    const row = await this.db.selectFrom('sessions').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+    return row && sessionRow(row);
+  }
+
+  async deleteSession(tokenHash: string) {
+    const result = await this.db.deleteFrom('sessions').where('token_hash', '=', tokenHash).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+}
+
+type SortColumn = 'name_key' | 'created_at' | 'updated_at' | 'size';
+
+/** The column a sort reads; folders have no size and sort by name then. */
+function sortColumn(table: 'files' | 'folders', sort: SortField): SortColumn {
+  if (sort === 'name' || (table === 'folders' && sort === 'size')) return 'name_key';
+  return sort;
 }
 
 export class KyselyMetadataStore implements MetadataStore {
@@ -199,7 +226,7 @@ export class KyselyMetadataStore implements MetadataStore {
     return this.db.transaction().execute((trx) => fn(new KyselyTx(trx, this.dialect)));
   }
 
-  private page<T extends 'files' | 'folders'>(table: T, q: PageQuery, sortColumn: 'name_key' | 'created_at' | 'size') {
+  private page<T extends 'files' | 'folders'>(table: T, q: PageQuery, column: SortColumn) {
     const parentCol = table === 'files' ? 'folder_id' : 'parent_id';
     let query = this.db.selectFrom(table as 'files').selectAll();
     query = q.parentId === null ? query.where(parentCol as 'folder_id', 'is', null) : query.where(parentCol as 'folder_id', '=', q.parentId);
@@ -208,7 +235,7 @@ export class KyselyMetadataStore implements MetadataStore {
       const pattern = `%${q.nameContains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
       query = query.where(sql<boolean>`name_key like ${pattern} escape '\\'`);
     }
-    const col = sortColumn as 'name_key';
+    const col = column as 'name_key';
     if (q.after) {
       const op = q.order === 'asc' ? '>' : '<';
       query = query.where((eb) => eb(eb.refTuple(col, 'id'), op, eb.tuple(q.after!.value as string, q.after!.id)));
@@ -218,19 +245,16 @@ export class KyselyMetadataStore implements MetadataStore {
 
   /** The SQL and parameters of one page exactly as listFolders/listFiles run it (for query-plan checks). */
   compilePage(table: 'files' | 'folders', q: PageQuery): { sql: string; parameters: readonly unknown[] } {
-    const col = table === 'folders' ? (q.sort === 'created_at' ? 'created_at' : 'name_key') : q.sort === 'name' ? 'name_key' : q.sort;
-    return this.page(table, q, col).compile();
+    return this.page(table, q, sortColumn(table, q.sort)).compile();
   }
 
   async listFolders(q: PageQuery): Promise<StoredFolder[]> {
-    const col = q.sort === 'created_at' ? 'created_at' : 'name_key';
-    const rows = await this.page('folders', q, col).execute();
+    const rows = await this.page('folders', q, sortColumn('folders', q.sort)).execute();
     return (rows as unknown as StoredFolder[]).map(folderRow);
   }
 
   async listFiles(q: PageQuery): Promise<StoredFile[]> {
-    const col = q.sort === 'name' ? 'name_key' : q.sort;
-    const rows = await this.page('files', q, col).execute();
+    const rows = await this.page('files', q, sortColumn('files', q.sort)).execute();
     return rows.map(fileRow);
   }
 
@@ -269,6 +293,11 @@ export class KyselyMetadataStore implements MetadataStore {
 
   async forgetBlobDeletions(ids: number[]) {
     for (const batch of batches(ids)) await this.db.deleteFrom('blob_trash').where('id', 'in', batch).execute();
+  }
+
+  async deleteExpiredSessions(now: number) {
+    const result = await this.db.deleteFrom('sessions').where('expires_at', '<=', now).executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 
   async close(): Promise<void> {

@@ -91,9 +91,39 @@ function initial(dialect: Dialect): Migration {
   };
 }
 
+/** The Playground's "Modified" column: pages by updated_at read an index in order, as the other sorts do. */
+const sortByUpdated: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema.createIndex('folders_parent_updated').on('folders').columns(['parent_id', 'updated_at', 'id']).execute();
+    await db.schema.createIndex('files_folder_updated_at').on('files').columns(['folder_id', 'status', 'updated_at', 'id']).execute();
+  },
+  async down(db: Kysely<any>) {
+    await db.schema.dropIndex('files_folder_updated_at').execute();
+    await db.schema.dropIndex('folders_parent_updated').execute();
+  },
+};
+
+/** Playground sessions, kept in the database so sign-out ends them on every origin sharing it. */
+const sessions: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable('sessions')
+      .addColumn('token_hash', 'text', (c) => c.primaryKey())
+      .addColumn('csrf_token', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addColumn('expires_at', 'bigint', (c) => c.notNull())
+      .execute();
+    // The sweeper deletes by expiry.
+    await db.schema.createIndex('sessions_expires').on('sessions').column('expires_at').execute();
+  },
+  async down(db: Kysely<any>) {
+    await db.schema.dropTable('sessions').execute();
+  },
+};
+
 export class CofferMigrations implements MigrationProvider {
   constructor(private readonly dialect: Dialect) {}
   async getMigrations(): Promise<Record<string, Migration>> {
-    return { '0001_initial': initial(this.dialect) };
+    return { '0001_initial': initial(this.dialect), '0002_sort_by_updated': sortByUpdated, '0003_sessions': sessions };
   }
 }

@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { StoredFile, StoredFolder, StoredPart } from '../../core/ports.js';
+import type { StoredFile, StoredFolder, StoredPart, StoredSession } from '../../core/ports.js';
 
 export interface EventsTable {
   seq: Generated<number>;
@@ -25,4 +25,5 @@ export interface Database {
   parts: StoredPart;
   events: EventsTable;
   blob_trash: BlobTrashTable;
+  sessions: StoredSession;
 }

@@ -1,0 +1,221 @@
+/**
+ * The list view: an ARIA grid of name, size, modified time, type and visibility, sortable
+ * by its column headers, virtualized (only the rows in view are in the page).
+ */
+import type { JSX } from 'preact';
+import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
+import { fileTypeFor } from '../../../src/sdk/index.js';
+import { domId, type Entry } from './entries.js';
+import { formatSize, TYPE_LABELS } from './format.js';
+import { ArrowDownIcon, ArrowUpIcon, CloseIcon, MoreIcon } from './icons.js';
+import type { MenuAnchor } from './Menu.js';
+import { EntryIcon, NameText, RelTime, UploadProgress, VisibilityBadge } from './parts.js';
+import type { SortField } from './state/prefs.js';
+import { commandKey, folderDropTarget, hasFiles, moveTarget, type ViewProps } from './views.js';
+import { scrollRowIntoView, useNearEnd, useViewport, windowOf } from './virtual.js';
+
+export const ROW_H = 52;
+const HEAD_H = 40;
+
+interface Column { id: string; label: string; sort: SortField | null; class: string }
+const COLUMNS: Column[] = [
+  { id: 'name', label: 'Name', sort: 'name', class: 'col-name' },
+  { id: 'size', label: 'Size', sort: 'size', class: 'col-size' },
+  { id: 'modified', label: 'Modified', sort: 'updated_at', class: 'col-modified' },
+  { id: 'type', label: 'Type', sort: null, class: 'col-type' },
+  { id: 'visibility', label: 'Visibility', sort: null, class: 'col-visibility' },
+];
+
+export function FileList(props: ViewProps): JSX.Element {
+  const scroller = useRef<HTMLDivElement>(null);
+  const grid = useRef<HTMLDivElement>(null);
+  const vp = useViewport(scroller);
+  const count = props.entries.length;
+  const win = windowOf(vp, count, ROW_H, HEAD_H);
+  useNearEnd(win, count, props.hasMore, props.loadingMore || props.moreError !== null, props.loadMore);
+  const activeIndex = props.activeKey === null ? -1 : props.entries.findIndex((e) => e.key === props.activeKey);
+
+  useLayoutEffect(() => {
+    if (scroller.current) scroller.current.scrollTop = 0;
+  }, [props.resetKey]);
+
+  // Keep the active row in view (and in the page, for aria-activedescendant).
+  const follow = useRef(false);
+  useEffect(() => {
+    if (follow.current && activeIndex >= 0 && scroller.current) scrollRowIntoView(scroller.current, activeIndex, ROW_H, HEAD_H, HEAD_H);
+    follow.current = false;
+  }, [activeIndex]);
+
+  const anchorFor = (key: string): MenuAnchor => {
+    const btn = document.querySelector<HTMLElement>(`#${domId(key)} .more-btn`);
+    const r = btn?.getBoundingClientRect();
+    return { x: r ? r.right - 4 : 200, y: r ? r.bottom + 4 : 200, returnTo: grid.current };
+  };
+
+  const onKeyDown = (e: KeyboardEvent) => {
+    const pageRows = Math.floor(vp.height / ROW_H);
+    const to = moveTarget(e.key, activeIndex, count, 1, pageRows);
+    if (to !== null && !e.altKey) {
+      e.preventDefault();
+      follow.current = true;
+      props.setActive(props.entries[to]!.key);
+      if (to === activeIndex && scroller.current) scrollRowIntoView(scroller.current, to, ROW_H, HEAD_H, HEAD_H);
+      return;
+    }
+    const entry = activeIndex >= 0 ? props.entries[activeIndex] : undefined;
+    if (commandKey(e, entry, props, () => anchorFor(entry!.key))) e.preventDefault();
+  };
+
+  const rows: JSX.Element[] = [];
+  for (let i = win.start; i < win.end; i++) {
+    const entry = props.entries[i]!;
+    rows.push(<Row key={entry.key} entry={entry} index={i} active={i === activeIndex} props={props} grid={grid} />);
+  }
+
+  const sortHeader = (c: Column) => {
+    const on = c.sort !== null && props.sort.field === c.sort;
+    const ariaSort = on ? (props.sort.order === 'asc' ? 'ascending' : 'descending') : c.sort ? 'none' : undefined;
+    return (
+      <div role="columnheader" class={`cell head ${c.class}`} aria-sort={ariaSort} key={c.id}>
+        {c.sort ? (
+          <button type="button" class={'sort-btn' + (on ? ' on' : '')} tabIndex={-1} onClick={() => props.onSort(c.sort!)}
+            title={`Sort by ${c.label.toLowerCase()}`}>
+            <span>{c.label}</span>
+            {on && (props.sort.order === 'asc' ? <ArrowUpIcon size={14} /> : <ArrowDownIcon size={14} />)}
+          </button>
+        ) : (
+          <span class="head-label" title={`Sorting by ${c.label.toLowerCase()} is not available`}>{c.label}</span>
+        )}
+      </div>
+    );
+  };
+
+  return (
+    <div ref={scroller} class="scroller list-scroller" data-testid="scroller">
+      <div
+        ref={grid} role="grid" class="list" tabIndex={0} data-focus-home aria-label={props.label}
+        aria-rowcount={props.hasMore ? -1 : count + 1} aria-colcount={6}
+        aria-activedescendant={activeIndex >= 0 && activeIndex >= win.start && activeIndex < win.end ? domId(props.entries[activeIndex]!.key) : undefined}
+        onKeyDown={onKeyDown}
+        onFocus={() => { if (activeIndex < 0 && count > 0 && win.start === 0) props.setActive(props.entries[0]!.key); }}
+      >
+        <div role="rowgroup" class="list-head">
+          <div role="row" class="list-row head-row" aria-rowindex={1}>
+            {COLUMNS.map(sortHeader)}
+            <div role="columnheader" class="cell head col-actions"><span class="sr-only">Actions</span></div>
+          </div>
+        </div>
+        <div role="rowgroup" class="list-body" style={{ height: `${win.total}px` }}>
+          {rows}
+        </div>
+      </div>
+      <ListFooter {...props} />
+    </div>
+  );
+}
+
+export function ListFooter(props: Pick<ViewProps, 'hasMore' | 'loadingMore' | 'moreError' | 'loadMore' | 'entries'>): JSX.Element | null {
+  if (props.moreError) {
+    return (
+      <div class="list-footer error" role="alert">
+        <span>{props.moreError}</span>
+        <button type="button" class="btn btn-small" onClick={props.loadMore}>Try again</button>
+      </div>
+    );
+  }
+  if (props.hasMore || props.loadingMore) {
+    return <div class="list-footer" aria-live="polite"><span class="spinner" aria-hidden="true" /> Loading more…</div>;
+  }
+  return null;
+}
+
+function Row({ entry, index, active, props, grid }: { entry: Entry; index: number; active: boolean; props: ViewProps; grid: { current: HTMLDivElement | null } }): JSX.Element {
+  const select = () => {
+    props.setActive(entry.key);
+    grid.current?.focus({ preventScroll: true });
+  };
+  const menuAt = (x: number, y: number) => props.showMenu(entry, { x, y, returnTo: grid.current });
+  const isDrop = props.dropKey === entry.key;
+  const drop = folderDropTarget(entry, props);
+
+  let name: JSX.Element;
+  let size = '—';
+  let modified: JSX.Element | string = '—';
+  let type = '';
+  let badge: JSX.Element | null = null;
+  let sub: JSX.Element | null = null;
+  if (entry.kind === 'folder') {
+    const f = entry.folder;
+    name = (
+      <a class="row-name link" href={props.folderHref(f.folder_id)} tabIndex={-1} draggable={false}
+        onClick={(e) => { if (e.button === 0 && !e.metaKey && !e.ctrlKey && !e.shiftKey) { e.preventDefault(); props.open(entry); } }}>
+        <NameText name={f.name} />
+      </a>
+    );
+    modified = <RelTime iso={f.updated_at} now={props.now} />;
+    type = 'Folder';
+    badge = <VisibilityBadge visibility={f.visibility} effective={f.effective_visibility} />;
+    sub = <span class="row-sub">Folder · <RelTime iso={f.updated_at} now={props.now} /></span>;
+  } else if (entry.kind === 'file') {
+    const f = entry.file;
+    name = (
+      <button type="button" class="row-name link" tabIndex={-1} onClick={() => props.open(entry)}>
+        <NameText name={f.name} />
+      </button>
+    );
+    size = formatSize(f.size);
+    modified = <RelTime iso={f.updated_at} now={props.now} />;
+    type = TYPE_LABELS[f.file_type] ?? 'Other';
+    badge = <VisibilityBadge visibility={f.visibility} effective={f.effective_visibility} />;
+    sub = <span class="row-sub">{formatSize(f.size)} · <RelTime iso={f.updated_at} now={props.now} /></span>;
+  } else {
+    const u = entry.upload;
+    name = <span class="row-name"><NameText name={u.name} /></span>;
+    size = formatSize(u.size);
+    modified = u.status === 'queued' ? 'Waiting' : 'Uploading';
+    type = 'Upload';
+  }
+
+  return (
+    <div
+      role="row" id={domId(entry.key)} aria-rowindex={index + 2} aria-selected={active}
+      class={`list-row${active ? ' active' : ''}${isDrop ? ' drop-target' : ''} kind-${entry.kind}`}
+      style={{ transform: `translateY(${index * ROW_H}px)` }}
+      data-testid="row" data-kind={entry.kind} data-name={entry.name}
+      onClick={select}
+      onDblClick={() => props.open(entry)}
+      onContextMenu={(e) => { if (entry.kind === 'upload') return; e.preventDefault(); props.setActive(entry.key); menuAt(e.clientX, e.clientY); }}
+      {...drop}
+    >
+      <div role="gridcell" class="cell col-name">
+        <EntryIcon kind={entry.kind === 'folder' ? 'folder' : 'file'} type={entry.kind === 'file' ? entry.file.file_type : entry.kind === 'upload' ? fileTypeFor(entry.name) : 'other'} />
+        <div class="name-stack">
+          {name}
+          {entry.kind === 'upload' ? <UploadProgress item={entry.upload} compact /> : sub}
+        </div>
+      </div>
+      <div role="gridcell" class="cell col-size num">{size}</div>
+      <div role="gridcell" class="cell col-modified">{modified}</div>
+      <div role="gridcell" class="cell col-type">{type}</div>
+      <div role="gridcell" class="cell col-visibility">{badge}</div>
+      <div role="gridcell" class="cell col-actions">
+        {entry.kind === 'upload' ? (
+          <button type="button" class="icon-btn more-btn" tabIndex={-1} aria-label={`Cancel upload of ${entry.name}`} title="Cancel upload"
+            onClick={(e) => { e.stopPropagation(); props.cancelUpload(entry.upload.id); }}>
+            <CloseIcon />
+          </button>
+        ) : (
+          <button type="button" class="icon-btn more-btn" tabIndex={-1} aria-label={`Actions for ${entry.name}`} aria-haspopup="menu" title="Actions"
+            onClick={(e) => {
+              e.stopPropagation();
+              props.setActive(entry.key);
+              const r = (e.currentTarget as HTMLElement).getBoundingClientRect();
+              menuAt(r.right - 4, r.bottom + 4);
+            }}>
+            <MoreIcon />
+          </button>
+        )}
+      </div>
+    </div>
+  );
+}

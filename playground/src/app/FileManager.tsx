@@ -1,0 +1,518 @@
+/**
+ * The file manager: one folder at a time (from the address), in a grid or a list, with
+ * every action of the service: folders, uploads (drag-and-drop or the file browser),
+ * delivery URLs, signed links, downloads, rename, visibility and delete.
+ */
+import type { JSX } from 'preact';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import type { FileRecord, FolderRecord } from '../../../src/sdk/index.js';
+import { CofferError } from '../../../src/sdk/index.js';
+import { client, csrfToken } from '../api.js';
+import { createUploadManager, type UploadItem } from '../uploads/manager.js';
+import { UploadPanel } from '../uploads/UploadPanel.js';
+import { Breadcrumbs } from './Breadcrumbs.js';
+import { copyText } from './clipboard.js';
+import { DeleteDialog, type Deletable } from './dialogs/DeleteDialog.js';
+import { DetailsDialog, type FileAction } from './dialogs/DetailsDialog.js';
+import { LinkDialog } from './dialogs/LinkDialog.js';
+import { NewFolderDialog } from './dialogs/NewFolderDialog.js';
+import { RenameDialog, type Renamable } from './dialogs/RenameDialog.js';
+import { fileEntry, folderEntry, uploadEntry, type Entry } from './entries.js';
+import { FileGrid } from './FileGrid.js';
+import { FileList } from './FileList.js';
+import { errorMessage, middleEllipsis, plural } from './format.js';
+import { CopyIcon, DownloadIcon, EyeIcon, FolderIcon, GlobeIcon, LinkIcon, LockIcon, PencilIcon, TrashIcon, UploadIcon } from './icons.js';
+import { Menu, type MenuAnchor, type MenuItem } from './Menu.js';
+import { defaultOrder, loadPrefs, saveSort, saveView, type Sort, type SortField } from './state/prefs.js';
+import { navigate, routeHref, useRoute, type View } from './state/url.js';
+import { EmptyFolder, ErrorState, Loading, NoResults } from './States.js';
+import { toastError, toastInfo, toastSuccess } from './Toasts.js';
+import { TopBar, Toolbar } from './Toolbar.js';
+import { useListing } from './useListing.js';
+import { hasFiles, type ViewProps } from './views.js';
+
+type DialogState =
+  | { type: 'new-folder' }
+  | { type: 'rename'; target: Renamable }
+  | { type: 'delete'; target: Deletable }
+  | { type: 'link'; file: FileRecord }
+  | { type: 'details'; file: FileRecord };
+
+const isMod = (e: KeyboardEvent) => e.metaKey || e.ctrlKey;
+
+function useNow(ms: number): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), ms);
+    return () => clearInterval(t);
+  }, []);
+  return now;
+}
+
+/** Files of every name compared like the service does (case-insensitively). */
+function compareEntries(sort: Sort): (a: Entry, b: Entry) => number {
+  const dir = sort.order === 'asc' ? 1 : -1;
+  const value = (e: Entry): string | number => {
+    if (e.kind === 'folder') return sort.field === 'updated_at' ? e.folder.updated_at : sort.field === 'created_at' ? e.folder.created_at : e.name.toLowerCase();
+    if (e.kind === 'file') return sort.field === 'size' ? e.file.size : sort.field === 'updated_at' ? e.file.updated_at : sort.field === 'created_at' ? e.file.created_at : e.name.toLowerCase();
+    return e.name.toLowerCase();
+  };
+  return (a, b) => {
+    const x = value(a);
+    const y = value(b);
+    return (x < y ? -1 : x > y ? 1 : 0) * dir;
+  };
+}
+
+export function FileManager(props: { onSignOut: () => void; onSessionEnded: () => void }): JSX.Element {
+  const route = useRoute();
+  const prefs = useMemo(loadPrefs, []);
+  const [prefView, setPrefView] = useState<View>(prefs.view);
+  const view: View = route.view ?? prefView;
+  const [sort, setSortState] = useState<Sort>(prefs.sort);
+  const q = route.q.trim();
+  const { listing, loadMore, refresh, upsertFile, upsertFolder, remove } = useListing(route.folder, q, sort);
+
+  const manager = useMemo(() => createUploadManager(csrfToken), []);
+  const [uploads, setUploads] = useState<UploadItem[]>(() => manager.items());
+  useEffect(() => manager.subscribe(setUploads), [manager]);
+
+  const [activeKey, setActiveKey] = useState<string | null>(null);
+  const [dialog, setDialog] = useState<DialogState | null>(null);
+  const [menu, setMenu] = useState<{ entry: Entry; anchor: MenuAnchor } | null>(null);
+  const [dragging, setDragging] = useState(false);
+  const [dropKey, setDropKey] = useState<string | null>(null);
+  const now = useNow(30_000);
+  const searchRef = useRef<HTMLInputElement>(null);
+  const fileInput = useRef<HTMLInputElement>(null);
+  const uploadVisibility = useRef<'Private' | undefined>(undefined);
+  const refocus = useRef(false);
+  const selectAfterLoad = useRef<string | null>(null);
+
+  const folder = listing.folder;
+  const where = route.folder === null ? 'All files' : folder?.name ?? 'this folder';
+
+  // ---- failures ------------------------------------------------------------------------
+  const sessionGone = (err: unknown) => err instanceof CofferError && (err.status === 401 || err.code === 'csrf_failed');
+  const fail = useCallback((err: unknown, context?: string) => {
+    if (sessionGone(err)) {
+      props.onSessionEnded();
+      return;
+    }
+    toastError(context ? `${context}: ${errorMessage(err)}` : errorMessage(err));
+  }, []);
+  useEffect(() => {
+    if (listing.status === 'error' && sessionGone(listing.error)) props.onSessionEnded();
+  }, [listing.status]);
+
+  // ---- what is shown -------------------------------------------------------------------
+  const folderEntries = useMemo(() => listing.folders.map(folderEntry), [listing.folders]);
+  const fileEntries = useMemo(() => listing.files.map(fileEntry), [listing.files]);
+  const pending = useMemo(
+    () => (q ? [] : uploads.filter((u) => u.folderId === route.folder && (u.status === 'queued' || u.status === 'uploading')).map(uploadEntry)),
+    [uploads, route.folder, q],
+  );
+  const entries = useMemo(() => {
+    if (!q) return [...folderEntries, ...pending, ...fileEntries];
+    // Search answers in name order; any other order is applied to what was found.
+    const cmp = compareEntries(sort);
+    return sort.field === 'name' && sort.order === 'asc'
+      ? [...folderEntries, ...fileEntries]
+      : [...folderEntries.slice().sort(cmp), ...fileEntries.slice().sort(cmp)];
+  }, [folderEntries, fileEntries, pending, q, sort]);
+
+  // Finished uploads join the listing at once.
+  const handled = useRef(new Set<string>());
+  useEffect(() => {
+    for (const u of uploads) {
+      if (u.status === 'done' && u.record && !handled.current.has(u.id)) {
+        handled.current.add(u.id);
+        upsertFile(u.record);
+      }
+    }
+  }, [uploads, upsertFile]);
+
+  // The title says where the user is.
+  useEffect(() => {
+    document.title = `${q ? `“${q}” in ` : ''}${where} · Coffer`;
+  }, [where, q]);
+
+  // After a folder loads: select the folder the user came up from, and keep keyboard focus.
+  useEffect(() => {
+    if (listing.status !== 'ready') return;
+    const key = selectAfterLoad.current;
+    selectAfterLoad.current = null;
+    if (key && entries.some((e) => e.key === key)) setActiveKey(key);
+    if (refocus.current) {
+      refocus.current = false;
+      requestAnimationFrame(() => document.querySelector<HTMLElement>('[data-focus-home]')?.focus({ preventScroll: true }));
+    }
+  }, [listing.status, listing.key]);
+
+  // ---- navigation ----------------------------------------------------------------------
+  const goFolder = useCallback((folderId: string | null) => {
+    const focused = document.activeElement?.closest('.scroller') !== null && document.activeElement !== document.body;
+    refocus.current = focused;
+    // Going up: select the folder we came from.
+    const crumbs = listing.breadcrumbs;
+    const at = folderId === null ? -1 : crumbs.findIndex((c) => c.folder_id === folderId);
+    const child = crumbs[at + 1];
+    selectAfterLoad.current = child && (folderId === null || at >= 0) ? child.folder_id : null;
+    setActiveKey(null);
+    navigate({ folder: folderId, q: '' });
+  }, [listing.breadcrumbs]);
+
+  const goUp = () => {
+    if (route.folder === null) return;
+    goFolder(folder?.parent_id ?? null);
+  };
+
+  const setView = (v: View) => {
+    saveView(v);
+    setPrefView(v);
+    navigate({ view: v });
+  };
+  const setSort = (s: Sort) => {
+    saveSort(s);
+    setSortState(s);
+  };
+  const onSort = (field: SortField) => setSort(sort.field === field ? { field, order: sort.order === 'asc' ? 'desc' : 'asc' } : { field, order: defaultOrder(field) });
+
+  const onSearch = (text: string, commit: boolean) => {
+    const next = text.trim();
+    if (next === route.q.trim() && !commit) return;
+    setActiveKey(null);
+    // A new search is a step in history; refining it is not.
+    navigate({ q: next }, route.q === '' && next !== '' ? 'push' : 'replace');
+  };
+
+  // ---- uploads -------------------------------------------------------------------------
+  const uploadTo = (folderId: string | null, files: File[], name: string, visibility?: 'Private') => {
+    if (files.length === 0) return;
+    manager.add(files, visibility ? { folderId, visibility } : { folderId });
+    if (folderId !== route.folder) toastInfo(`Uploading ${plural(files.length, 'file')} to “${middleEllipsis(name, 40)}”`);
+  };
+  const pickFiles = (visibility?: 'Private') => {
+    uploadVisibility.current = visibility;
+    fileInput.current?.click();
+  };
+
+  // ---- actions -------------------------------------------------------------------------
+  const copyUrl = async (file: FileRecord) => {
+    if (!file.delivery_url) {
+      toastError('This file has no delivery URL yet: its upload has not finished.');
+      return;
+    }
+    try {
+      await copyText(file.delivery_url);
+      if (file.effective_visibility === 'Private') {
+        toastInfo('Delivery URL copied, but this file is Private', {
+          detail: 'Its delivery URL answers only when signed. Create a signed link to share it.',
+          action: { label: 'Create signed link', run: () => setDialog({ type: 'link', file }) },
+        });
+      } else {
+        toastSuccess('Delivery URL copied', { detail: 'Anyone with it can download the file.' });
+      }
+    } catch (err) {
+      fail(err);
+    }
+  };
+
+  const download = async (file: FileRecord) => {
+    try {
+      const { download_url } = await client.downloadUrl({ file_id: file.file_id });
+      toastInfo(`Downloading “${middleEllipsis(file.name, 40)}”`);
+      location.assign(download_url);
+    } catch (err) {
+      fail(err, 'Download failed');
+    }
+  };
+
+  const toggleVisibility = async (entry: Entry) => {
+    try {
+      if (entry.kind === 'file') {
+        const next = entry.file.visibility === 'Private' ? 'Public' : 'Private';
+        const file = await client.updateFile({ file_id: entry.file.file_id, visibility: next });
+        upsertFile(file);
+        toastSuccess(`“${middleEllipsis(file.name, 40)}” is now ${next}`, {
+          detail: file.effective_visibility === 'Private'
+            ? next === 'Public' ? 'It is still reachable only through signed links: a folder above it is Private.' : 'Its delivery URL now needs a signature; share it with a signed link.'
+            : 'Anyone with its delivery URL can download it.',
+        });
+      } else if (entry.kind === 'folder') {
+        const next = entry.folder.visibility === 'Private' ? 'Public' : 'Private';
+        const f = await client.updateFolder({ folder_id: entry.folder.folder_id, visibility: next });
+        upsertFolder(f);
+        toastSuccess(`Folder “${middleEllipsis(f.name, 40)}” is now ${next}`, {
+          detail: f.effective_visibility === 'Private' ? 'Files inside it need a signed link.' : 'Files inside it are Public unless they are Private themselves.',
+        });
+      }
+    } catch (err) {
+      fail(err, 'Could not change visibility');
+    }
+  };
+
+  const open = (entry: Entry) => {
+    if (entry.kind === 'folder') goFolder(entry.folder.folder_id);
+    else if (entry.kind === 'file') setDialog({ type: 'details', file: entry.file });
+  };
+
+  const command = (cmd: 'delete' | 'rename', entry: Entry) => {
+    if (entry.kind === 'upload') return;
+    const target = entry.kind === 'file' ? { kind: 'file' as const, file: entry.file } : { kind: 'folder' as const, folder: entry.folder };
+    setDialog(cmd === 'delete' ? { type: 'delete', target } : { type: 'rename', target });
+  };
+
+  const fileAction = (file: FileRecord, a: FileAction) => {
+    const entry = fileEntry(file);
+    switch (a) {
+      case 'copy': setDialog(null); void copyUrl(file); break;
+      case 'link': setDialog({ type: 'link', file }); break;
+      case 'download': setDialog(null); void download(file); break;
+      case 'rename': command('rename', entry); break;
+      case 'visibility': setDialog(null); void toggleVisibility(entry); break;
+      case 'delete': command('delete', entry); break;
+    }
+  };
+
+  const menuItems = (entry: Entry): MenuItem[] => {
+    if (entry.kind === 'folder') {
+      const f = entry.folder;
+      return [
+        { id: 'open', label: 'Open', icon: <FolderIcon />, run: () => open(entry), hint: 'Enter' },
+        { id: 'upload-here', label: 'Upload here…', icon: <UploadIcon />, run: () => { uploadTarget.current = f; fileInput.current?.click(); } },
+        { id: 'rename', label: 'Rename', icon: <PencilIcon />, run: () => command('rename', entry), hint: 'F2', separatorBefore: true },
+        { id: 'visibility', label: f.visibility === 'Private' ? 'Make Public' : 'Make Private', icon: f.visibility === 'Private' ? <GlobeIcon /> : <LockIcon />, run: () => void toggleVisibility(entry) },
+        { id: 'delete', label: 'Delete', icon: <TrashIcon />, run: () => command('delete', entry), danger: true, hint: 'Del', separatorBefore: true },
+      ];
+    }
+    if (entry.kind === 'file') {
+      const f = entry.file;
+      const priv = f.effective_visibility === 'Private';
+      return [
+        { id: 'details', label: 'Details', icon: <EyeIcon />, run: () => open(entry), hint: 'Enter' },
+        { id: 'download', label: 'Download', icon: <DownloadIcon />, run: () => void download(f) },
+        { id: 'copy-url', label: 'Copy delivery URL', icon: <CopyIcon />, run: () => void copyUrl(f) },
+        ...(priv ? [{ id: 'signed-link', label: 'Create signed link…', icon: <LinkIcon />, run: () => setDialog({ type: 'link', file: f }) }] : []),
+        { id: 'rename', label: 'Rename', icon: <PencilIcon />, run: () => command('rename', entry), hint: 'F2', separatorBefore: true },
+        { id: 'visibility', label: f.visibility === 'Private' ? 'Make Public' : 'Make Private', icon: f.visibility === 'Private' ? <GlobeIcon /> : <LockIcon />, run: () => void toggleVisibility(entry) },
+        { id: 'delete', label: 'Delete', icon: <TrashIcon />, run: () => command('delete', entry), danger: true, hint: 'Del', separatorBefore: true },
+      ];
+    }
+    return [];
+  };
+
+  // "Upload here…" from a folder's menu: the file browser uploads into that folder.
+  const uploadTarget = useRef<FolderRecord | null>(null);
+
+  // ---- keyboard ------------------------------------------------------------------------
+  const state = useRef({ dialog, menu, q: route.q });
+  state.current = { dialog, menu, q: route.q };
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const s = state.current;
+      if (isMod(e) && !e.altKey && (e.key === 'f' || e.key === 'F')) {
+        if (s.dialog) return;
+        e.preventDefault();
+        setMenu(null);
+        searchRef.current?.focus();
+        searchRef.current?.select();
+        return;
+      }
+      if (s.dialog || s.menu || e.defaultPrevented) return;
+      if (e.key === 'Escape' && s.q) {
+        e.preventDefault();
+        navigate({ q: '' }, 'replace');
+        document.querySelector<HTMLElement>('[data-focus-home]')?.focus();
+        return;
+      }
+      // Arrow keys with nothing focused start in the files.
+      if (document.activeElement === document.body && ['ArrowDown', 'ArrowUp', 'ArrowLeft', 'ArrowRight', 'Home', 'End'].includes(e.key)) {
+        const home = document.querySelector<HTMLElement>('[data-focus-home]');
+        if (home) {
+          e.preventDefault();
+          home.focus();
+        }
+      }
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, []);
+
+  // ---- drag and drop onto the page ---------------------------------------------------
+  const dragDepth = useRef(0);
+  const dropHandlers = {
+    onDragEnter: (e: DragEvent) => {
+      if (!hasFiles(e) || dialog) return;
+      e.preventDefault();
+      dragDepth.current++;
+      setDragging(true);
+    },
+    onDragOver: (e: DragEvent) => {
+      if (!hasFiles(e) || dialog) return;
+      e.preventDefault();
+      e.dataTransfer!.dropEffect = 'copy';
+      if (dropKey) setDropKey(null);
+      if (!dragging) setDragging(true);
+    },
+    onDragLeave: () => {
+      dragDepth.current = Math.max(0, dragDepth.current - 1);
+      if (dragDepth.current === 0) {
+        setDragging(false);
+        setDropKey(null);
+      }
+    },
+    onDrop: (e: DragEvent) => {
+      dragDepth.current = 0;
+      setDragging(false);
+      setDropKey(null);
+      if (!hasFiles(e) || dialog) return;
+      e.preventDefault();
+      uploadTo(route.folder, Array.from(e.dataTransfer!.files), where);
+    },
+  };
+  // Files dropped outside the page's zone are not opened by the browser.
+  useEffect(() => {
+    const stop = (e: DragEvent) => { if (hasFiles(e)) e.preventDefault(); };
+    const end = () => { dragDepth.current = 0; setDragging(false); setDropKey(null); };
+    window.addEventListener('dragover', stop);
+    window.addEventListener('drop', stop);
+    window.addEventListener('dragend', end);
+    return () => {
+      window.removeEventListener('dragover', stop);
+      window.removeEventListener('drop', stop);
+      window.removeEventListener('dragend', end);
+    };
+  }, []);
+  const dropFolderName = dropKey ? entries.find((e) => e.key === dropKey)?.name ?? where : where;
+
+  // ---- render --------------------------------------------------------------------------
+  const viewProps: ViewProps = {
+    entries, activeKey, setActive: setActiveKey, open, command,
+    showMenu: (entry, anchor) => { if (entry.kind !== 'upload') setMenu({ entry, anchor }); },
+    sort, onSort,
+    hasMore: listing.cursor !== null, loadingMore: listing.loadingMore,
+    moreError: listing.moreError ? errorMessage(listing.moreError) : null, loadMore,
+    now, label: q ? `Search results for ${q} in ${where}` : `Contents of ${where}`,
+    resetKey: listing.key, dropKey, setDropKey,
+    dropInto: (f, files) => {
+      dragDepth.current = 0;
+      setDragging(false);
+      uploadTo(f.folder_id, files, f.name);
+    },
+    cancelUpload: (id) => manager.cancel(id),
+    goUp,
+    folderHref: (id) => routeHref({ folder: id, view: route.view, q: '' }),
+  };
+
+  let content: JSX.Element;
+  if (listing.status === 'loading') content = <Loading view={view} />;
+  else if (listing.status === 'error') {
+    const notFound = listing.error instanceof CofferError && listing.error.code === 'folder_not_found';
+    content = <ErrorState message={errorMessage(listing.error)} notFound={notFound} onRetry={refresh} onRoot={() => goFolder(null)} />;
+  } else if (entries.length === 0) {
+    content = q
+      ? <NoResults q={q} where={where} onClear={() => navigate({ q: '' }, 'replace')} />
+      : <EmptyFolder root={route.folder === null} onUpload={() => pickFiles()} onNewFolder={() => setDialog({ type: 'new-folder' })} />;
+  } else content = view === 'grid' ? <FileGrid {...viewProps} /> : <FileList {...viewProps} />;
+
+  const loadedCount = listing.folders.length + listing.files.length;
+  const summary = listing.status !== 'ready' ? '' : q
+    ? `${plural(loadedCount, 'result')}${listing.cursor ? '+' : ''} for “${q}”`
+    : `${plural(listing.folders.length, 'folder')}${listing.cursor ? '+' : ''}, ${plural(listing.files.length, 'file')}${listing.cursor ? '+' : ''}${pending.length ? ` · ${plural(pending.length, 'upload')} in progress` : ''}`;
+
+  return (
+    <div class={'app' + (dragging ? ' dragging' : '')} {...dropHandlers}>
+      <TopBar
+        q={route.q} where={where} searchRef={searchRef} onSearch={onSearch} onSignOut={props.onSignOut}
+        homeHref={routeHref({ folder: null, view: route.view, q: '' })} onHome={() => goFolder(null)}
+      />
+      <main class="main" aria-label="Files">
+        <Toolbar
+          breadcrumbs={<Breadcrumbs crumbs={listing.breadcrumbs} href={(id) => routeHref({ folder: id, view: route.view, q: '' })} go={goFolder} />}
+          view={view} setView={setView} sort={sort} setSort={setSort} searching={q !== ''}
+          onNewFolder={() => setDialog({ type: 'new-folder' })}
+          onUpload={(v) => { uploadTarget.current = null; pickFiles(v); }}
+        />
+        <div class="subbar">
+          {q ? (
+            <p class="subbar-text" role="status">
+              <span>{summary} in <strong>{where}</strong></span>
+              <button type="button" class="btn btn-link" onClick={() => navigate({ q: '' }, 'replace')}>Clear search</button>
+            </p>
+          ) : (
+            <p class="subbar-text" role="status" data-testid="summary">{summary}</p>
+          )}
+          {listing.status === 'ready' && folder && (
+            <span class="subbar-badge" title={folder.effective_visibility === 'Private' ? 'Files in this folder need signed links' : 'Files here are Public unless Private themselves'}>
+              {folder.effective_visibility === 'Private' ? <LockIcon size={13} /> : <GlobeIcon size={13} />}
+              {folder.effective_visibility === 'Private' ? 'Private folder' : 'Public folder'}
+            </span>
+          )}
+        </div>
+        <section class="content" aria-label={q ? 'Search results' : 'Folder contents'}>
+          {content}
+          {dragging && (
+            <div class="drop-overlay" aria-hidden="true">
+              <div class="drop-hint"><UploadIcon size={22} /><span>Drop files to upload to <strong>{dropFolderName}</strong></span></div>
+            </div>
+          )}
+        </section>
+      </main>
+
+      <input
+        ref={fileInput} type="file" multiple hidden tabIndex={-1} aria-hidden="true" data-testid="file-input"
+        onChange={(e) => {
+          const input = e.currentTarget;
+          const files = Array.from(input.files ?? []);
+          input.value = '';
+          const target = uploadTarget.current;
+          uploadTarget.current = null;
+          if (target) uploadTo(target.folder_id, files, target.name);
+          else uploadTo(route.folder, files, where, uploadVisibility.current);
+          uploadVisibility.current = undefined;
+        }}
+      />
+
+      <UploadPanel manager={manager} />
+
+      {menu && (
+        <Menu label={`Actions for ${menu.entry.name}`} anchor={menu.anchor} items={menuItems(menu.entry)} onClose={() => setMenu(null)} />
+      )}
+
+      {dialog?.type === 'new-folder' && (
+        <NewFolderDialog parent={folder} onClose={() => setDialog(null)} onCreated={(f) => {
+          setDialog(null);
+          upsertFolder(f);
+          setActiveKey(f.folder_id);
+          toastSuccess(`Created folder “${middleEllipsis(f.name, 40)}”`);
+        }} />
+      )}
+      {dialog?.type === 'rename' && (
+        <RenameDialog target={dialog.target} onClose={() => setDialog(null)} onRenamed={(r) => {
+          setDialog(null);
+          if (r.kind === 'file') upsertFile(r.file);
+          else upsertFolder(r.folder);
+          toastSuccess(`Renamed to “${middleEllipsis(r.kind === 'file' ? r.file.name : r.folder.name, 40)}”`);
+        }} />
+      )}
+      {dialog?.type === 'delete' && (
+        <DeleteDialog target={dialog.target} onClose={() => setDialog(null)} onDeleted={(id) => {
+          const t = dialog.target;
+          const i = entries.findIndex((e) => e.key === id);
+          const next = entries[i + 1] ?? entries[i - 1];
+          setDialog(null);
+          remove(id);
+          setActiveKey(next && next.key !== id ? next.key : null);
+          toastSuccess(t.kind === 'file'
+            ? `Deleted “${middleEllipsis(t.file.name, 40)}”`
+            : `Deleted folder “${middleEllipsis(t.folder.name, 40)}” and everything in it`);
+        }} />
+      )}
+      {dialog?.type === 'link' && <LinkDialog file={dialog.file} onClose={() => setDialog(null)} />}
+      {dialog?.type === 'details' && (
+        <DetailsDialog file={dialog.file} now={now} onClose={() => setDialog(null)} onAction={(a) => fileAction((dialog as { file: FileRecord }).file, a)} />
+      )}
+    </div>
+  );
+}

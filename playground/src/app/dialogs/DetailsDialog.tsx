@@ -1,0 +1,49 @@
+/** A file's details and every action on it (Enter or a double-click on a file). */
+import type { JSX } from 'preact';
+import type { FileRecord } from '../../../../src/sdk/index.js';
+import { formatBytesExact, formatExact, formatSize, TYPE_LABELS } from '../format.js';
+import { CopyIcon, DownloadIcon, GlobeIcon, LinkIcon, LockIcon, PencilIcon, TrashIcon } from '../icons.js';
+import { RelTime, Thumb, VisibilityBadge } from '../parts.js';
+import { Modal } from './Modal.js';
+
+export type FileAction = 'copy' | 'link' | 'download' | 'rename' | 'visibility' | 'delete';
+
+export function DetailsDialog(props: { file: FileRecord; now: number; onClose: () => void; onAction: (a: FileAction) => void }): JSX.Element {
+  const f = props.file;
+  const priv = f.effective_visibility === 'Private';
+  const row = (label: string, value: JSX.Element | string) => (
+    <div class="fact"><dt>{label}</dt><dd>{value}</dd></div>
+  );
+  return (
+    <Modal title={f.name} onClose={props.onClose} size="large" testId="details-dialog"
+      description={<>{TYPE_LABELS[f.file_type] ?? 'File'} · {formatSize(f.size)}</>}
+    >
+      <div class="details">
+        <div class="details-preview"><Thumb key={`${f.file_id}|${f.effective_visibility}|${f.updated_at}`} file={f} root={null} /></div>
+        <div class="details-side">
+          <div class="details-actions">
+            <button type="button" class="btn btn-primary" onClick={() => props.onAction('download')} data-autofocus><DownloadIcon /><span>Download</span></button>
+            {priv
+              ? <button type="button" class="btn" onClick={() => props.onAction('link')}><LinkIcon /><span>Signed link</span></button>
+              : <button type="button" class="btn" onClick={() => props.onAction('copy')}><CopyIcon /><span>Copy URL</span></button>}
+            <button type="button" class="btn" onClick={() => props.onAction('rename')}><PencilIcon /><span>Rename</span></button>
+            <button type="button" class="btn" onClick={() => props.onAction('visibility')}>
+              {f.visibility === 'Private' ? <GlobeIcon /> : <LockIcon />}<span>{f.visibility === 'Private' ? 'Make Public' : 'Make Private'}</span>
+            </button>
+            <button type="button" class="btn btn-danger-ghost" onClick={() => props.onAction('delete')}><TrashIcon /><span>Delete</span></button>
+          </div>
+          <dl class="facts">
+            {row('Visibility', <VisibilityBadge visibility={f.visibility} effective={f.effective_visibility} />)}
+            {row('Size', `${formatSize(f.size)} (${formatBytesExact(f.size)})`)}
+            {row('Type', `${TYPE_LABELS[f.file_type] ?? f.file_type} · ${f.content_type}`)}
+            {row('Modified', <><RelTime iso={f.updated_at} now={props.now} /> <span class="muted small">{formatExact(f.updated_at)}</span></>)}
+            {row('Uploaded', <span>{formatExact(f.created_at)}</span>)}
+            {row('File ID', <code class="mono break">{f.file_id}</code>)}
+            {f.sha256 && row('SHA-256', <code class="mono break small">{f.sha256}</code>)}
+            {f.delivery_url && row('Delivery URL', <span class="break mono small">{f.delivery_url}{priv && <span class="muted"> (needs a signed link)</span>}</span>)}
+          </dl>
+        </div>
+      </div>
+    </Modal>
+  );
+}

@@ -1,0 +1,69 @@
+/**
+ * The address holds where the user is: the folder, the view and the search, e.g.
+ * `/?folder=ID&view=list&q=term`. Reload, back and forward restore it.
+ */
+import { useEffect, useState } from 'preact/hooks';
+
+export type View = 'grid' | 'list';
+
+export interface Route {
+  folder: string | null;
+  /** null: not in the address; the saved preference decides. */
+  view: View | null;
+  q: string;
+}
+
+export function parseRoute(search: string): Route {
+  const p = new URLSearchParams(search);
+  const view = p.get('view');
+  return {
+    folder: p.get('folder') || null,
+    view: view === 'grid' || view === 'list' ? view : null,
+    q: p.get('q') ?? '',
+  };
+}
+
+export function routeHref(r: Route): string {
+  const p = new URLSearchParams();
+  if (r.folder) p.set('folder', r.folder);
+  if (r.view) p.set('view', r.view);
+  if (r.q) p.set('q', r.q);
+  const s = p.toString();
+  return s ? `/?${s}` : '/';
+}
+
+const listeners = new Set<(r: Route) => void>();
+let current: Route = parseRoute(location.search);
+
+function emit(): void {
+  for (const fn of listeners) fn(current);
+}
+
+window.addEventListener('popstate', () => {
+  current = parseRoute(location.search);
+  emit();
+});
+
+/** Goes to a new place: a history entry (`push`) or a change of this one (`replace`). */
+export function navigate(change: Partial<Route>, mode: 'push' | 'replace' = 'push'): void {
+  const next: Route = { ...current, ...change };
+  const href = routeHref(next);
+  if (href === routeHref(current) && mode === 'push') return;
+  if (mode === 'push') history.pushState(null, '', href);
+  else history.replaceState(null, '', href);
+  current = next;
+  emit();
+}
+
+export const currentRoute = (): Route => current;
+
+/** The route, re-rendering on every change (navigate, back, forward). */
+export function useRoute(): Route {
+  const [route, setRoute] = useState(current);
+  useEffect(() => {
+    listeners.add(setRoute);
+    setRoute(current);
+    return () => { listeners.delete(setRoute); };
+  }, []);
+  return route;
+}

@@ -3,11 +3,28 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BlobStore, MetadataStore } from '../core/ports.js';
 import { FsBlobStore } from './blobs/fs.js';
+import { S3BlobStore } from './blobs/s3.js';
 import { openSqliteStore } from './metadata/sqlite.js';
+import { isPostgresUrl, openPostgresStore } from './metadata/postgres.js';
 
 export async function openMetadataStore(dataDir: string, databaseUrl: string | undefined): Promise<MetadataStore> {
   if (databaseUrl) {
-    throw new Error('COFFER_DATABASE_URL is set, but this build keeps metadata in SQLite only; unset it to use the embedded store.');
+    if (!isPostgresUrl(databaseUrl)) {
+      throw new Error('COFFER_DATABASE_URL must be a PostgreSQL URL (postgres://user:password@host:port/database); unset it to use the embedded SQLite store.');
+    }
+    try {
+      return await openPostgresStore(databaseUrl);
+    } catch (err) {
+      // The URL may hold a password: name the server only.
+      let where = 'the server in COFFER_DATABASE_URL';
+      try {
+        const u = new URL(databaseUrl);
+        where = `${u.hostname}${u.port ? ':' + u.port : ''}${u.pathname}`;
+      } catch {
+        // Not parseable: pg would have said so.
+      }
+      throw new Error(`Cannot open the PostgreSQL database at ${where}: ${(err as Error).message}`, { cause: err });
+    }
   }
   await mkdir(dataDir, { recursive: true });
   return openSqliteStore(join(dataDir, 'coffer.sqlite'));
@@ -15,7 +32,10 @@ export async function openMetadataStore(dataDir: string, databaseUrl: string | u
 
 export async function openBlobStore(dataDir: string, blobStore: string | undefined): Promise<BlobStore> {
   if (blobStore) {
-    throw new Error('COFFER_BLOB_STORE is set, but this build keeps blobs on disk only; unset it to use the embedded store.');
+    if (!blobStore.startsWith('s3://')) {
+      throw new Error('COFFER_BLOB_STORE must be an s3:// URL (s3://BUCKET?endpoint=…&region=…&force_path_style=true); unset it to keep blobs in the data dir.');
+    }
+    return S3BlobStore.open(blobStore);
   }
   return FsBlobStore.open(join(dataDir, 'blobs'));
 }

@@ -94,9 +94,18 @@ export interface BlobToDelete {
   object: number;
 }
 
+/**
+ * A row lock a read takes inside a transaction, held until it ends: `share` keeps the row as
+ * read (others may share), `update` keeps everyone else off it. Several origins may share a
+ * PostgreSQL store, so a decision that rests on a row another origin may change reads it with
+ * a lock; SQLite runs one transaction at a time and ignores them. Outside a transaction
+ * (`read`) there is nothing to hold them, and they are ignored too.
+ */
+export type RowLock = 'share' | 'update';
+
 /** Operations inside one transaction: all of them commit together or none does. */
 export interface MetadataTx {
-  getFolder(id: string): Promise<StoredFolder | undefined>;
+  getFolder(id: string, lock?: RowLock): Promise<StoredFolder | undefined>;
   /** The folder and every folder above it, nearest first. */
   folderChain(id: string): Promise<StoredFolder[]>;
   findFolderByName(parentId: string | null, name: string): Promise<StoredFolder | undefined>;
@@ -106,9 +115,17 @@ export interface MetadataTx {
   descendantFolderIds(id: string): Promise<string[]>;
   countChildren(folderId: string): Promise<{ files: number; folders: number }>;
   deleteFolders(ids: string[]): Promise<void>;
-  filesInFolders(folderIds: string[]): Promise<StoredFile[]>;
+  filesInFolders(folderIds: string[], lock?: RowLock): Promise<StoredFile[]>;
+  /** Takes `update` locks on these folders. */
+  lockFolders(ids: string[]): Promise<void>;
+  /**
+   * Serialises this transaction with every other one that calls this, in every process sharing
+   * the store: folder creation, moves, renames and deletes, so names stay unique and no move
+   * makes a cycle.
+   */
+  lockFolderTree(): Promise<void>;
 
-  getFile(id: string): Promise<StoredFile | undefined>;
+  getFile(id: string, lock?: RowLock): Promise<StoredFile | undefined>;
   insertFile(file: StoredFile): Promise<void>;
   updateFile(id: string, patch: Partial<Omit<StoredFile, 'id'>>): Promise<void>;
   deleteFiles(ids: string[]): Promise<void>;
@@ -129,14 +146,46 @@ export interface MetadataTx {
   deleteSession(tokenHash: string): Promise<boolean>;
 }
 
+/**
+ * Where an edge stands with every origin sharing the store (see origin/edge-hub.ts):
+ * `caught_up` may hold a lease; `lapsed` had a change answered without it; `behind` is new,
+ * or was lapsed and has been heard from again, and must apply the head before a lease.
+ */
+export type EdgeLeaseState = 'behind' | 'caught_up' | 'lapsed';
+
+/** An edge's acknowledgement as an origin records it. Times are that origin's wall-clock ms. */
+export interface EdgeAck {
+  edge_id: string;
+  /** The origin that heard it. */
+  origin_id: string;
+  acked_seq: number;
+  heard_at: number;
+  /** Until when every origin counts the edge as live: receipt + lease. */
+  live_until: number;
+}
+
+/** One row of the shared lease table. `version` grows with every write (compare-and-set). */
+export interface EdgeLease extends EdgeAck {
+  state: EdgeLeaseState;
+  version: number;
+}
+
 export interface MetadataStore {
   readonly dialect: 'sqlite' | 'postgres';
   migrate(): Promise<void>;
   /**
    * Runs `fn` in one transaction. `durable: false` lets an engine skip the flush at commit
    * where losing the change to a power cut is harmless (a part can be sent again).
+   * A transaction that loses a race with another (a deadlock, a uniqueness check) may be
+   * rolled back and `fn` run again, so `fn` does database work only.
    */
   transaction<T>(fn: (tx: MetadataTx) => Promise<T>, opts?: { durable?: boolean }): Promise<T>;
+  /**
+   * Runs `fn` while no other caller of `exclusive` with the same name runs, in any process
+   * sharing this store; not inside a transaction. For work outside the database that must
+   * happen once, such as joining an upload's parts.
+   */
+  exclusive<T>(name: string, fn: () => Promise<T>): Promise<T>;
   /** Reads outside a transaction use the same operations. */
   read: MetadataTx;
   listFolders(q: PageQuery): Promise<StoredFolder[]>;
@@ -151,6 +200,19 @@ export interface MetadataStore {
   forgetBlobDeletions(ids: number[]): Promise<void>;
   /** Deletes sessions whose expiry is at or before `now`; returns how many. */
   deleteExpiredSessions(now: number): Promise<number>;
+  /**
+   * Records acknowledgements, one row per edge: `acked_seq` and `live_until` only grow; a
+   * `lapsed` row, or one whose `live_until` had passed by `heard_at`, becomes `behind`; a new
+   * one starts `behind`. Returns the rows as written.
+   */
+  recordEdgeAcks(acks: EdgeAck[]): Promise<EdgeLease[]>;
+  edgeLeases(): Promise<EdgeLease[]>;
+  /** Marks `lapsed` each edge whose row still has the version given; returns the ids marked. */
+  markEdgesLapsed(edges: Array<{ edge_id: string; version: number }>): Promise<string[]>;
+  /** Makes a `behind` row `caught_up` if it still has this version. */
+  markEdgeCaughtUp(edgeId: string, version: number): Promise<boolean>;
+  /** Deletes the rows of edges not live since before `before`; returns how many. */
+  pruneEdgeLeases(before: number): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -176,19 +238,43 @@ export interface ByteRange {
   end: number;
 }
 
+/**
+ * The multipart upload is no longer there: aborted, expired, or completed (by another
+ * origin, or by an earlier attempt) with no object left at its key. Whoever sees it
+ * re-reads the upload's state instead of retrying.
+ */
+export class UploadGoneError extends Error {
+  readonly code = 'upload_gone';
+  constructor(readonly key: string, readonly uploadId: string) {
+    super(`the multipart upload ${uploadId} of ${key} is gone`);
+    this.name = 'UploadGoneError';
+  }
+}
+
 export interface BlobStore {
   /** The bucket name reported in upload sessions. */
   readonly bucket: string;
   createMultipart(key: string): Promise<{ uploadId: string }>;
-  openPart(): Promise<PartWriter>;
+  /**
+   * Starts receiving part `partNumber` of the upload. `expectedSize` is the size the
+   * contract requires of this part: a store may start sending the bytes on at once (S3's
+   * UploadPart needs the length up front); a writer that receives another number of bytes
+   * cannot be committed and must be discarded.
+   */
+  openPart(key: string, uploadId: string, partNumber: number, expectedSize: number): Promise<PartWriter>;
   /**
    * Makes the written bytes part `partNumber` of the upload, readable at once and durable
    * when `durable` resolves; the previous version stays until `dropPart`.
    */
   commitPart(key: string, uploadId: string, partNumber: number, writer: PartWriter): Promise<CommittedPart>;
   dropPart(key: string, uploadId: string, partNumber: number, etag: string): Promise<void>;
-  /** Joins the parts, in order, into the object at `key` atomically; returns its digest. */
+  /**
+   * Joins the parts, in order, into the object at `key` atomically; returns its digest.
+   * When the upload was already completed (the object is there, the upload is not), returns
+   * the digest of that object; when neither is there, throws UploadGoneError.
+   */
   completeMultipart(key: string, uploadId: string, parts: Array<{ partNumber: number; etag: string }>): Promise<{ size: number; sha256: string }>;
+  /** Discards the upload and its parts; an upload that is already gone is no error. */
   abortMultipart(key: string, uploadId: string): Promise<void>;
   read(key: string, range?: ByteRange): Promise<NodeJS.ReadableStream>;
   size(key: string): Promise<number | null>;

@@ -214,7 +214,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', async (request: FastifyRequest, payload: NodeJS.ReadableStream) => {
       const length = request.headers['content-length'];
-      const body = await readChunkBody(payload as AsyncIterable<Buffer>, () => service.blobs.openPart(), CHUNK_BODY_LIMIT, length === undefined ? undefined : Number(length));
+      const body = await readChunkBody(payload as AsyncIterable<Buffer>, (fields) => service.openPartWriter(fields), CHUNK_BODY_LIMIT, length === undefined ? undefined : Number(length));
       if (body.writer) partWriters.set(request, body.writer);
       if (body.invalidBase64) (request as any)[INVALID_BASE64] = true;
       return body.fields;

@@ -132,9 +132,26 @@ class Base64Decoder {
   }
 }
 
+/**
+ * The fields that came before `body`, read from the skeleton so far (which ends with the
+ * body's opening quote), or null when that text is not a JSON object's start.
+ */
+function fieldsBefore(skeleton: Buffer[]): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(Buffer.concat(skeleton).toString('utf8') + '"}');
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * `openWriter` is told the fields that came before `body` (null when none could be read), so
+ * that the part can be opened where it belongs before its bytes arrive.
+ */
 export async function readChunkBody(
   source: AsyncIterable<Buffer>,
-  openWriter: () => Promise<PartWriter>,
+  openWriter: (fieldsBeforeBody: Record<string, unknown> | null) => Promise<PartWriter>,
   limit: number,
   declaredLength?: number,
 ): Promise<ChunkBody> {
@@ -251,7 +268,7 @@ export async function readChunkBody(
             if (bodySeen) isMalformed = true;
             bodySeen = true;
             skeleton.push(chunk.subarray(segStart, pos + 1));
-            writer ??= await openWriter();
+            writer ??= await openWriter(fieldsBefore(skeleton));
             decoder = new Base64Decoder(writer);
             inBody = true;
             pos++;

@@ -4,20 +4,41 @@
  * is answered only once every live edge has acknowledged it, or once an edge that went
  * quiet has certainly stopped serving from its cache (its lease, measured from what it
  * last sent, has run out).
+ *
+ * Several origins may share one database, and an edge may talk to any of them. What every
+ * origin must agree on lives in the database's `edge_leases` table, one row per edge,
+ * written by whichever origin hears the edge:
+ *
+ * - `acked_seq`: what the edge has applied; `live_until`: when the origin that heard it
+ *   last stops counting it as live (receipt time + lease, on that origin's wall clock).
+ *   Another origin allows `skewMs` more, for clocks that disagree a little.
+ * - `state`: `caught_up` while every change answered since the edge last caught up with
+ *   the head has waited for it; `lapsed` once an origin answered a change without it;
+ *   `behind` for a new edge, and for a lapsed one heard from again. Only a `caught_up` row
+ *   earns a lease; a `behind` edge gets there by acknowledging the head as read after its
+ *   row was written.
+ * - `version`, bumped by every write. An origin answers a change without a quiet edge only
+ *   after marking its row `lapsed` by compare-and-set on the version it read (or finding it
+ *   `lapsed` already): a renewal that raced with it either came first (the set fails, the
+ *   edge is live again) or finds the mark (no lease until caught up). That is why a lease
+ *   granted from a row is safe whatever the clocks of the deciding origins said.
+ *
+ * Edges acknowledging this origin are also kept in memory: their acknowledgements settle
+ * waiting changes the moment they arrive, before anything is written, so one origin is as
+ * fast as when it kept everything in memory. New events appended by other origins are found
+ * by polling (and LISTEN/NOTIFY on PostgreSQL, see event-wake.ts).
  */
+import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import type { MetadataStore, StoredEvent } from '../core/ports.js';
+import type { EdgeAck, EdgeLease, MetadataStore, StoredEvent } from '../core/ports.js';
+import { pollingOnly, type EventWake, type WakeReason } from './event-wake.js';
 
-interface EdgeSession {
+/** An edge heard by this origin. */
+interface LocalEdge {
   id: string;
   /** Monotonic time of the last acknowledgement received. */
   lastHeard: number;
   acked: number;
-  /**
-   * Set for a new edge and for one that went quiet for a lease: changes may have been
-   * answered without it, so it gets a lease only once it has caught up with the head.
-   */
-  mustCatchUp: boolean;
 }
 
 interface Stream {
@@ -30,107 +51,152 @@ interface Stream {
 
 interface Waiter {
   seq: number;
+  /** The lease table as read by a read numbered at least this (begun after the change committed) may settle it. */
+  minRead: number;
   resolve(): void;
 }
 
-const now = (): number => performance.now();
+export interface EdgeHubOptions {
+  leaseMs: number;
+  /** Wake-ups from other origins beyond polling (LISTEN on PostgreSQL). */
+  wake?: EventWake;
+  /** This origin's name in the lease table; random per process when not given. */
+  originId?: string;
+  /** How often the database is polled for other origins' events and acknowledgements (default 25 ms). */
+  pollMs?: number;
+  /**
+   * How far origins' wall clocks may disagree: an edge recorded by another origin counts as
+   * live this much longer (default a quarter of the lease, at most 250 ms).
+   */
+  skewMs?: number;
+  onError?: (what: string, err: unknown) => void;
+}
+
+const mono = (): number => performance.now();
 const BATCH = 500;
+export const DEFAULT_POLL_MS = 25;
+/** How long the first acknowledgement of a burst waits for the others before they are written together. */
+const ACK_BATCH_MS = 4;
+
+export const defaultSkewMs = (leaseMs: number): number => Math.min(250, Math.floor(leaseMs / 4));
 
 export class EdgeHub {
-  private readonly edges = new Map<string, EdgeSession>();
+  readonly originId: string;
+  private readonly leaseMs: number;
+  private readonly skewMs: number;
+  private readonly pollMs: number;
+  private readonly wake: EventWake;
+  private readonly onError: (what: string, err: unknown) => void;
+
+  private readonly edges = new Map<string, LocalEdge>();
   private readonly streams = new Set<Stream>();
   private waiters: Waiter[] = [];
   private head = 0;
+
+  /** The lease table as last read, patched by this origin's own writes since. */
+  private rows = new Map<string, EdgeLease>();
+  /** The number of the read `rows` came from. */
+  private rowsRead = 0;
+  private readsStarted = 0;
+  private reading = false;
+  private readAgain = false;
+  /** Set by `settle` when a waiting change needs a newer read of the table. */
+  private wantRead = false;
+  private marking = false;
+
+  private ackQueue: Array<{ ack: EdgeAck; resolve(row: EdgeLease): void; reject(err: unknown): void }> = [];
+  private flushing = false;
+  private flushTimer: NodeJS.Timeout | null = null;
+
   private readonly heartbeat: NodeJS.Timeout;
+  private pollTimer: NodeJS.Timeout | null = null;
   private wakeTimer: NodeJS.Timeout | null = null;
+  private polling = false;
+  private lastPrune = 0;
   private closed = false;
 
-  constructor(private readonly meta: MetadataStore, private readonly leaseMs: number) {
-    // Heartbeats keep edges' watchdogs quiet and carry the head; polling also picks up
-    // events that another process appended.
-    this.heartbeat = setInterval(() => void this.tick(), Math.max(50, Math.floor(leaseMs / 4)));
+  constructor(private readonly meta: MetadataStore, opts: EdgeHubOptions | number) {
+    const o: EdgeHubOptions = typeof opts === 'number' ? { leaseMs: opts } : opts;
+    this.leaseMs = o.leaseMs;
+    this.skewMs = o.skewMs ?? defaultSkewMs(o.leaseMs);
+    this.pollMs = o.pollMs ?? DEFAULT_POLL_MS;
+    this.wake = o.wake ?? pollingOnly;
+    this.originId = o.originId ?? randomBytes(9).toString('base64url');
+    this.onError = o.onError ?? (() => {});
+    // Heartbeats keep edges' watchdogs quiet and carry the head.
+    this.heartbeat = setInterval(() => void this.tick(), Math.max(50, Math.floor(this.leaseMs / 4)));
     this.heartbeat.unref();
   }
 
   async start(): Promise<void> {
     this.head = await this.meta.lastEventSeq();
+    this.wake.start((reason) => this.onWake(reason));
   }
 
   get headSeq(): number {
     return this.head;
   }
 
-  private async tick(): Promise<void> {
+  // ---- events: finding them and streaming them ------------------------------------
+
+  private onWake(reason: WakeReason): void {
+    if (this.closed) return;
+    if (reason === 'events') {
+      if (this.streams.size > 0) void this.pollEvents();
+    } else if (this.waiters.length > 0) {
+      this.readRows();
+    }
+  }
+
+  /** Polls while anything depends on what other origins write: streams to feed, changes waiting. */
+  private schedulePoll(): void {
+    if (this.closed || this.pollTimer || (this.streams.size === 0 && this.waiters.length === 0)) return;
+    this.pollTimer = setTimeout(() => {
+      this.pollTimer = null;
+      void this.poll();
+    }, this.pollMs);
+    this.pollTimer.unref();
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
     try {
-      const last = await this.meta.lastEventSeq();
-      if (last > this.head) this.head = last;
-    } catch {
+      if (this.streams.size > 0) await this.pollEvents();
+      if (this.wantRead) this.readRows();
+    } finally {
+      this.polling = false;
+      this.schedulePoll();
+    }
+  }
+
+  /** Picks up events other origins appended. */
+  private async pollEvents(): Promise<void> {
+    let last: number;
+    try {
+      last = await this.meta.lastEventSeq();
+    } catch (err) {
+      this.onError('reading the event log', err);
       return;
     }
-    for (const s of this.streams) {
-      if (s.sent < this.head) void this.pump(s);
-      else s.res.write(`event: ping\ndata: {"head":${this.head}}\n\n`);
-    }
-    const horizon = now() - this.leaseMs * 20;
+    if (last > this.head) this.head = last;
+    for (const s of this.streams) if (s.sent < this.head) void this.pump(s);
+  }
+
+  private async tick(): Promise<void> {
+    await this.pollEvents();
+    for (const s of this.streams) if (s.sent >= this.head && !s.pumping) s.res.write(`event: ping\ndata: {"head":${this.head}}\n\n`);
+    const at = mono();
+    const horizon = at - this.leaseMs * 20;
     for (const [id, e] of this.edges) if (e.lastHeard < horizon && ![...this.streams].some((s) => s.edgeId === id)) this.edges.delete(id);
-    this.settle();
-  }
-
-  private live(e: EdgeSession, at: number): boolean {
-    return at - e.lastHeard < this.leaseMs;
-  }
-
-  /** Resolves once every live edge has applied `seq`. */
-  publish(seq: number): Promise<void> {
-    if (seq > this.head) this.head = seq;
-    for (const s of this.streams) void this.pump(s);
-    if (this.closed) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      this.waiters.push({ seq, resolve });
-      this.settle();
-    });
-  }
-
-  /** Answers the waiters no live edge holds back; arms a timer for the first lease to run out. */
-  private settle(): void {
-    const at = now();
-    let nextExpiry = Infinity;
-    this.waiters = this.waiters.filter((w) => {
-      let blocked = false;
-      for (const e of this.edges.values()) {
-        if (e.acked >= w.seq || !this.live(e, at)) continue;
-        blocked = true;
-        nextExpiry = Math.min(nextExpiry, e.lastHeard + this.leaseMs);
-      }
-      if (!blocked) w.resolve();
-      return blocked;
-    });
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    this.wakeTimer = null;
-    if (nextExpiry < Infinity) {
-      this.wakeTimer = setTimeout(() => this.settle(), Math.max(1, Math.ceil(nextExpiry - at) + 1));
-      this.wakeTimer.unref();
+    // Rows of edges gone for long; one that comes back starts again as a new edge.
+    const wall = Date.now();
+    const keep = Math.max(this.leaseMs * 20, 60_000);
+    if (wall - this.lastPrune > keep / 2) {
+      this.lastPrune = wall;
+      this.meta.pruneEdgeLeases(wall - keep).catch((err) => this.onError('pruning the edge lease table', err));
     }
-  }
-
-  /**
-   * Records an acknowledgement. An edge that has been heard from within every lease since
-   * it caught up is waited for by every change, so it keeps its lease even while a burst
-   * of changes keeps it a little behind.
-   */
-  ack(edgeId: string, seq: number): { lease: boolean; head: number } {
-    const at = now();
-    let e = this.edges.get(edgeId);
-    if (!e) {
-      e = { id: edgeId, lastHeard: at, acked: seq, mustCatchUp: true };
-      this.edges.set(edgeId, e);
-    }
-    if (!this.live(e, at)) e.mustCatchUp = true;
-    e.lastHeard = at;
-    if (seq > e.acked) e.acked = seq;
-    if (e.mustCatchUp && e.acked >= this.head) e.mustCatchUp = false;
     this.settle();
-    return { lease: !e.mustCatchUp, head: this.head };
   }
 
   /** Streams events after `after` to an edge, then every new one, as Server-Sent Events. */
@@ -146,6 +212,7 @@ export class EdgeHub {
     this.streams.add(stream);
     res.on('close', () => this.streams.delete(stream));
     void this.pump(stream);
+    this.schedulePoll();
   }
 
   private async pump(s: Stream): Promise<void> {
@@ -177,19 +244,245 @@ export class EdgeHub {
     }
   }
 
+  // ---- changes waiting for edges -------------------------------------------------
+
+  /** Resolves once every live edge, whichever origin it follows, has applied `seq`. */
+  publish(seq: number): Promise<void> {
+    if (seq > this.head) this.head = seq;
+    for (const s of this.streams) void this.pump(s);
+    if (this.closed) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      // Only a read begun now sees every edge that might not have had this change.
+      this.waiters.push({ seq, minRead: this.readsStarted + 1, resolve });
+      this.readRows();
+      this.schedulePoll();
+    });
+  }
+
+  /** Reads the lease table, one read at a time; a read asked for meanwhile runs next. */
+  private readRows(): void {
+    if (this.closed) return;
+    if (this.reading) {
+      this.readAgain = true;
+      return;
+    }
+    this.reading = true;
+    this.wantRead = false;
+    void (async () => {
+      try {
+        do {
+          this.readAgain = false;
+          const number = ++this.readsStarted;
+          try {
+            const rows = await this.meta.edgeLeases();
+            this.rows = new Map(rows.map((r) => [r.edge_id, r]));
+            this.rowsRead = number;
+          } catch (err) {
+            // Nothing is answered on a failed read; the poll tries again.
+            this.onError('reading the edge lease table', err);
+            this.wantRead = true;
+            break;
+          }
+          this.settle();
+        } while (this.readAgain && !this.closed);
+      } finally {
+        this.reading = false;
+      }
+    })();
+  }
+
+  private rowLive(row: EdgeLease, wall: number): boolean {
+    return wall < row.live_until + (row.origin_id === this.originId ? 0 : this.skewMs);
+  }
+
+  /**
+   * Answers the waiters nothing holds back any more. An edge holds a change back while it
+   * has not acknowledged it and is live: heard by this origin within a lease (memory), or
+   * live in the table. A quiet edge whose row is not yet `lapsed` is marked first.
+   */
+  private settle(): void {
+    if (this.closed) return;
+    const at = mono();
+    const wall = Date.now();
+    let next = Infinity; // monotonic time at which a live edge runs out
+    let remoteWait = false;
+    const marks = new Map<string, number>();
+    this.waiters = this.waiters.filter((w) => {
+      if (this.rowsRead < w.minRead) {
+        this.wantRead = true;
+        return true;
+      }
+      let blocked = false;
+      for (const e of this.edges.values()) {
+        const row = this.rows.get(e.id);
+        if (e.acked >= w.seq || (row && row.acked_seq >= w.seq)) continue;
+        if (at - e.lastHeard < this.leaseMs) {
+          blocked = true;
+          next = Math.min(next, e.lastHeard + this.leaseMs);
+        } else if (row && this.rowLive(row, wall)) {
+          blocked = remoteWait = true;
+        } else if (row && row.state !== 'lapsed') {
+          blocked = true;
+          marks.set(row.edge_id, row.version);
+        }
+        // No row: the edge never held a lease that a row did not record, and will have to catch up.
+      }
+      for (const row of this.rows.values()) {
+        if (row.acked_seq >= w.seq || this.edges.has(row.edge_id)) continue;
+        if (this.rowLive(row, wall)) {
+          blocked = remoteWait = true;
+        } else if (row.state !== 'lapsed') {
+          blocked = true;
+          marks.set(row.edge_id, row.version);
+        }
+      }
+      if (!blocked) w.resolve();
+      return blocked;
+    });
+    // Rows of other origins change only in the database: read again while one holds a change back.
+    if (remoteWait) this.wantRead = true;
+    if (this.wantRead) this.schedulePoll();
+    if (marks.size > 0) void this.mark(marks);
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = null;
+    if (next < Infinity) {
+      this.wakeTimer = setTimeout(() => this.settle(), Math.max(1, Math.ceil(next - at) + 1));
+      this.wakeTimer.unref();
+    }
+  }
+
+  /** Marks quiet edges' rows lapsed (compare-and-set); a row that changed meanwhile is read again. */
+  private async mark(marks: Map<string, number>): Promise<void> {
+    if (this.marking) return;
+    this.marking = true;
+    let all = false;
+    try {
+      const wanted = [...marks].map(([edge_id, version]) => ({ edge_id, version }));
+      const done = new Set(await this.meta.markEdgesLapsed(wanted));
+      for (const m of wanted) {
+        const row = this.rows.get(m.edge_id);
+        if (done.has(m.edge_id) && row && row.version === m.version) this.rows.set(m.edge_id, { ...row, state: 'lapsed', version: m.version + 1 });
+      }
+      all = done.size === wanted.length;
+    } catch (err) {
+      this.onError('marking quiet edges', err);
+    } finally {
+      this.marking = false;
+    }
+    if (all) this.settle();
+    else {
+      this.wantRead = true;
+      this.schedulePoll();
+    }
+  }
+
+  // ---- acknowledgements ---------------------------------------------------------------
+
+  /**
+   * Records an acknowledgement and answers whether the edge holds a lease. It settles waiting
+   * changes at once; the lease is granted only from the row as written: `caught_up`, or
+   * `behind` with everything up to the head read after the write applied.
+   */
+  async ack(edgeId: string, seq: number): Promise<{ lease: boolean; head: number }> {
+    const at = mono();
+    const wall = Date.now();
+    let e = this.edges.get(edgeId);
+    if (!e) {
+      e = { id: edgeId, lastHeard: at, acked: seq };
+      this.edges.set(edgeId, e);
+    }
+    e.lastHeard = at;
+    if (seq > e.acked) e.acked = seq;
+    this.settle();
+    if (this.closed) return { lease: false, head: this.head };
+    let row: EdgeLease;
+    try {
+      row = await this.record({ edge_id: edgeId, origin_id: this.originId, acked_seq: seq, heard_at: wall, live_until: wall + this.leaseMs });
+    } catch (err) {
+      this.onError('recording an acknowledgement', err);
+      return { lease: false, head: this.head };
+    }
+    if (row.state === 'caught_up') return { lease: true, head: this.head };
+    try {
+      // Read after the row was written: a change answered without this edge is at or below it.
+      const head = await this.meta.lastEventSeq();
+      if (head > this.head) {
+        this.head = head;
+        for (const s of this.streams) if (s.sent < head) void this.pump(s);
+      }
+      if (row.acked_seq >= head && (await this.meta.markEdgeCaughtUp(edgeId, row.version))) {
+        this.rows.set(edgeId, { ...row, state: 'caught_up', version: row.version + 1 });
+        return { lease: true, head };
+      }
+      return { lease: false, head };
+    } catch (err) {
+      this.onError('catching an edge up', err);
+      return { lease: false, head: this.head };
+    }
+  }
+
+  /**
+   * Writes acknowledgements in batches. The first of a burst waits ACK_BATCH_MS for the rest
+   * (every edge acknowledges a change within a few ms of the others): one write for the lot,
+   * made after the acknowledgements have settled waiting changes, not between them. Every one
+   * that arrives during a write goes in the next.
+   */
+  private record(ack: EdgeAck): Promise<EdgeLease> {
+    return new Promise<EdgeLease>((resolve, reject) => {
+      this.ackQueue.push({ ack, resolve, reject });
+      if (!this.flushing && !this.flushTimer) {
+        this.flushTimer = setTimeout(() => {
+          this.flushTimer = null;
+          void this.flush();
+        }, ACK_BATCH_MS);
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    if (this.flushing) return;
+    this.flushing = true;
+    try {
+      while (this.ackQueue.length > 0) {
+        const batch = this.ackQueue.splice(0);
+        try {
+          const rows = new Map((await this.meta.recordEdgeAcks(batch.map((b) => b.ack))).map((r) => [r.edge_id, r]));
+          for (const b of batch) {
+            const row = rows.get(b.ack.edge_id);
+            if (row) {
+              this.rows.set(row.edge_id, row);
+              b.resolve(row);
+            } else b.reject(new Error(`no row for edge ${b.ack.edge_id}`));
+          }
+        } catch (err) {
+          for (const b of batch) b.reject(err);
+        }
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  // ---- shutdown ----------------------------------------------------------------------
+
   /** Ends the edges' streams, so a shutdown is not held open by them; waiters still wait. */
   endStreams(): void {
     for (const s of this.streams) s.res.end();
     this.streams.clear();
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.heartbeat);
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    for (const q of this.ackQueue.splice(0)) q.reject(new Error('the origin is shutting down'));
     for (const w of this.waiters) w.resolve();
     this.waiters = [];
     for (const s of this.streams) s.res.end();
     this.streams.clear();
+    await this.wake.close();
   }
 }

@@ -51,7 +51,7 @@ function edgeRoutes(app: FastifyInstance, service: CofferService, hub: EdgeHub, 
     if (!body || typeof body.edge !== 'string' || !ID.test(body.edge) || typeof body.seq !== 'number' || !Number.isSafeInteger(body.seq)) {
       throw errors.invalidRequest('ack needs {"edge": id, "seq": n}.');
     }
-    return hub.ack(body.edge, body.seq);
+    return await hub.ack(body.edge, body.seq);
   });
 
   app.get('/_edge/snapshot', { schema: hidden }, async () => {

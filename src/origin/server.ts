@@ -6,6 +6,7 @@ import { openBlobStore, openMetadataStore } from '../adapters/open.js';
 import { CofferService } from '../service/service.js';
 import { buildOriginApp } from './app.js';
 import { EdgeHub } from './edge-hub.js';
+import { openEventWake } from './event-wake.js';
 import { deriveEdgeToken } from '../core/edge-token.js';
 import { nodeHmac } from '../core/hmac-node.js';
 
@@ -42,8 +43,14 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     maxFileSize: config.maxFileSize,
     onBackgroundError: (what, err) => app.log.error({ err }, `${what} failed`),
   });
-  const hub = new EdgeHub(meta, config.edgeLeaseMs);
-  await hub.start();
+  // Edges' acknowledgements and leases live in the database, so several origins sharing it
+  // agree on them; other origins' events and acknowledgements are polled for, and on
+  // PostgreSQL also announced by NOTIFY.
+  const hub = new EdgeHub(meta, {
+    leaseMs: config.edgeLeaseMs,
+    wake: openEventWake(config.databaseUrl, (err) => app.log.warn({ err }, 'listening for other origins\' changes failed; polling only')),
+    onError: (what, err) => app.log.error({ err }, `${what} failed`),
+  });
   service.setPublisher((seq) => hub.publish(seq));
   const edgeTokens = config.edgeToken ? [config.edgeToken] : credentials.signingSecrets.map((s) => deriveEdgeToken(s, nodeHmac));
   const app = await buildOriginApp({
@@ -53,6 +60,8 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     ...(opts.playgroundDir ? { playgroundDir: opts.playgroundDir } : {}),
     edges: { hub, tokens: edgeTokens },
   });
+  // After the app exists (the hub logs through it), before anything is served.
+  await hub.start();
 
   const sweep = async () => {
     try {
@@ -88,7 +97,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
         // In-flight requests finish; then nothing is left writing.
         hub.endStreams();
         await app.close();
-        hub.close();
+        await hub.close();
         await service.drain();
         await service.emptyTrash().catch(() => {});
         await blobs.close();

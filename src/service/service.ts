@@ -4,7 +4,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import mime from 'mime';
-import { errors } from '../core/errors.js';
+import { errors, isCofferError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { nameKey, validateName } from '../core/names.js';
 import { parseFileType, parseVisibility, isoTime, type FileType } from '../core/records.js';
@@ -12,8 +12,9 @@ import { CHUNK_SIZE, checkDeclaredSize, checkPartNumber, expectedPartSize, missi
 import { DEFAULT_EXPIRY_SECONDS, MAX_EXPIRY_SECONDS, deliveryPath, signPath } from '../core/signing.js';
 import { nodeHmac } from '../core/hmac-node.js';
 import type {
-  BlobStore, BlobToDelete, CommittedPart, MetadataStore, MetadataTx, PageQuery, PartWriter, SortField, SortOrder, StoredFile, StoredFolder,
+  BlobStore, BlobToDelete, CommittedPart, MetadataStore, MetadataTx, PageQuery, PartWriter, RowLock, SortField, SortOrder, StoredFile, StoredFolder,
 } from '../core/ports.js';
+import { UploadGoneError } from '../core/ports.js';
 import type {
   CreateFolderRequest, CreateLinkRequest, CreateLinkResponse, DeleteFolderRequest, DeleteFolderResponse, DownloadRequest,
   DownloadResponse, FileRecord, FolderRecord, InitiateUploadRequest, ListRequest, ListResponse, SearchRequest, SearchResponse,
@@ -21,6 +22,7 @@ import type {
 } from '../core/api.js';
 import { ROOT_CONTEXT, childContext, contextOfChain, fileEventData, fileRecord, folderEventData, folderRecord, type FolderContext } from './records.js';
 import { cursorScope, decodeCursor, encodeCursor } from './cursor.js';
+import { BufferedPartWriter, DiscardingPartWriter } from './part-writers.js';
 
 export interface ServiceOptions {
   cdnUrl: string;
@@ -44,11 +46,25 @@ export interface PartInput {
   uploadId: string;
   fileId: string;
   partNumber: number;
-  /** The decoded chunk as written so far, or null when the body was not streamed. */
+  /** The decoded chunk as written so far, from `openPartWriter`. */
   writer: PartWriter;
   /** Set when the body was not valid base64. */
   invalidBase64: boolean;
 }
+
+/** The five values that name the part a chunk is for. */
+type PartTarget = Pick<PartInput, 'bucket' | 'key' | 'uploadId' | 'fileId' | 'partNumber'>;
+
+/** The part the fields name, when all five are there with the right types. */
+function partTargetOf(fields: Record<string, unknown> | null): PartTarget | null {
+  if (!fields) return null;
+  const { bucket, key, uploadId, fileId, partNumber } = fields;
+  if (typeof bucket !== 'string' || typeof key !== 'string' || typeof uploadId !== 'string' || typeof fileId !== 'string' || typeof partNumber !== 'number') return null;
+  return { bucket, key, uploadId, fileId, partNumber };
+}
+
+const sameTarget = (a: PartTarget, b: PartTarget): boolean =>
+  a.bucket === b.bucket && a.key === b.key && a.uploadId === b.uploadId && a.fileId === b.fileId && a.partNumber === b.partNumber;
 
 export const DEFAULT_SESSION_TTL_SECONDS = 43_200;
 
@@ -99,8 +115,8 @@ export class CofferService {
     return folderId === null ? ROOT_CONTEXT : contextOfChain(await tx.folderChain(folderId));
   }
 
-  private async requireFolder(tx: MetadataTx, folderId: string, field = 'folder_id'): Promise<StoredFolder> {
-    const folder = await tx.getFolder(folderId);
+  private async requireFolder(tx: MetadataTx, folderId: string, field = 'folder_id', lock?: RowLock): Promise<StoredFolder> {
+    const folder = await tx.getFolder(folderId, lock);
     if (!folder) throw errors.folderNotFound(folderId, field);
     return folder;
   }
@@ -110,8 +126,8 @@ export class CofferService {
   }
 
   /** A file as clients may see it: an expired upload no longer exists. */
-  private async requireFile(tx: MetadataTx, fileId: string): Promise<StoredFile> {
-    const file = await tx.getFile(fileId);
+  private async requireFile(tx: MetadataTx, fileId: string, lock?: RowLock): Promise<StoredFile> {
+    const file = await tx.getFile(fileId, lock);
     if (!file || this.isExpired(file)) throw errors.fileNotFound(fileId);
     return file;
   }
@@ -152,8 +168,8 @@ export class CofferService {
     };
     try {
       const record = await this.meta.transaction(async (tx) => {
-        // The folder may have gone while the blob upload was being opened.
-        if (folderId !== null) await this.requireFolder(tx, folderId);
+        // The folder may have gone while the blob upload was being opened; locked, it stays until the file is in.
+        if (folderId !== null) await this.requireFolder(tx, folderId, 'folder_id', 'share');
         await tx.insertFile(file);
         return this.toFileRecord(tx, file);
       });
@@ -176,9 +192,36 @@ export class CofferService {
     return file;
   }
 
+  /** The part each writer of `openPartWriter` was opened for. */
+  private readonly partTargets = new WeakMap<PartWriter, PartTarget>();
+
+  /**
+   * Where a chunk's decoded bytes go while its request is still being read. When the fields
+   * before `body` name an open upload and a valid part, that is the blob store's writer for
+   * the part, with the size the part must have, so the bytes stream on at once; when they
+   * name none, a writer that only counts (the error is answered once the request is read);
+   * when `body` came first, a buffer that `uploadPart` hands to the store.
+   */
+  async openPartWriter(fieldsBeforeBody: Record<string, unknown> | null): Promise<PartWriter> {
+    const target = partTargetOf(fieldsBeforeBody);
+    if (!target) return new BufferedPartWriter();
+    let file: StoredFile;
+    try {
+      file = await this.requireUploadFor(this.meta.read, target);
+      checkPartNumber(target.partNumber, partCount(file.size));
+    } catch (err) {
+      if (isCofferError(err)) return new DiscardingPartWriter();
+      throw err;
+    }
+    const writer = await this.blobs.openPart(file.blob_key, target.uploadId, target.partNumber, expectedPartSize(file.size, target.partNumber));
+    this.partTargets.set(writer, target);
+    return writer;
+  }
+
   /** Makes a received chunk a part of its upload. The writer is consumed either way. */
   async uploadPart(input: PartInput): Promise<UploadPartResponse> {
     let handedOver = false;
+    let writer = input.writer;
     try {
       const file = await this.requireUploadFor(this.meta.read, input);
       const count = partCount(file.size);
@@ -189,18 +232,42 @@ export class CofferService {
         throw errors.invalidField('part_size_mismatch', 'body', `Part ${input.partNumber} must decode to ${expected} bytes, not ${input.writer.bytesWritten}.`,
           { expected, received: input.writer.bytesWritten });
       }
+      if (input.writer instanceof BufferedPartWriter) {
+        // "body" came before the fields that name the part: the part is known only now.
+        writer = await this.blobs.openPart(file.blob_key, input.uploadId, input.partNumber, expected);
+        await input.writer.replayInto(writer);
+      } else {
+        const target = this.partTargets.get(input.writer);
+        if (input.writer instanceof DiscardingPartWriter || (target && !sameTarget(target, input))) {
+          // Only a field named again after "body" can make the part differ from the one opened.
+          throw errors.invalidRequest('The body names a field more than once; send each field once.');
+        }
+      }
       // A part sent again replaces one the client was told it has: that answer must not be
       // given until the new version is recorded for good, or a crash could bring the old one back.
       const replacing = this.pendingParts.get(file.id)?.has(input.partNumber) || (await this.meta.read.getPart(file.id, input.partNumber)) !== undefined;
-      const part = await this.blobs.commitPart(file.blob_key, input.uploadId, input.partNumber, input.writer);
+      let part: CommittedPart;
+      try {
+        part = await this.blobs.commitPart(file.blob_key, input.uploadId, input.partNumber, writer);
+      } catch (err) {
+        if (!(err instanceof UploadGoneError)) throw err;
+        // Completed or aborted meanwhile, perhaps by another origin: answer as the state now says.
+        await this.requireUploadFor(this.meta.read, input);
+        throw errors.uploadNotFound();
+      }
       handedOver = true;
       const recorded = this.recordWhenDurable(file, input.partNumber, part, replacing);
-      if (replacing) await recorded;
+      // Several origins may share a PostgreSQL store, and the complete may reach another one,
+      // which knows only recorded parts: there every part is answered once it is recorded.
+      if (replacing || this.meta.dialect === 'postgres') await recorded;
       const received = new Set(await this.meta.read.partNumbers(file.id));
       for (const n of this.pendingParts.get(file.id)?.keys() ?? []) received.add(n);
       return { file_id: file.id, partNumber: input.partNumber, size: part.size, etag: part.etag, received_parts: received.size, part_count: count };
     } finally {
-      if (!handedOver) await input.writer.discard().catch(() => {});
+      if (!handedOver) {
+        await input.writer.discard().catch(() => {});
+        if (writer !== input.writer) await writer.discard().catch(() => {});
+      }
     }
   }
 
@@ -230,7 +297,8 @@ export class CofferService {
           return;
         }
         const outcome = await this.meta.transaction(async (tx) => {
-          const current = await tx.getFile(file.id);
+          // Shared: parts of one file are recorded side by side, never while a complete or a delete decides.
+          const current = await tx.getFile(file.id, 'share');
           if (!current || current.status !== 'uploading' || current.upload_id !== file.upload_id) return { stale: true as const };
           const previous = await tx.getPart(file.id, partNumber);
           await tx.upsertPart({ file_id: file.id, part_number: partNumber, size: part.size, etag: part.etag, updated_at: this.now() });
@@ -274,23 +342,47 @@ export class CofferService {
 
   private async completeOnce(fileId: string): Promise<FileRecord> {
     await this.settleParts(fileId);
+    const file = await this.requireFile(this.meta.read, fileId);
+    if (file.status === 'ready') return this.toFileRecord(this.meta.read, file);
+    // One join per file among every origin sharing the store: another completion of the same
+    // file waits here, then finds it ready and answers the same record.
+    const outcome = await this.meta.exclusive(`complete:${fileId}`, () => this.completeExclusively(fileId));
+    this.emptyTrash();
+    if (outcome.seq) await this.publish(outcome.seq);
+    return outcome.record;
+  }
+
+  private async completeExclusively(fileId: string): Promise<{ record: FileRecord; seq: number }> {
     for (let attempt = 1; ; attempt++) {
       const file = await this.requireFile(this.meta.read, fileId);
-      if (file.status === 'ready') return this.toFileRecord(this.meta.read, file);
+      if (file.status === 'ready') {
+        // Completed by another origin: answer once the edges have what it published.
+        return { record: await this.toFileRecord(this.meta.read, file), seq: await this.meta.lastEventSeq() };
+      }
       const parts = await this.meta.read.listParts(fileId);
       const missing = missingParts(partCount(file.size), parts.map((p) => p.part_number));
-      if (missing.length > 0) throw errors.missingParts(missing);
+      if (missing.length > 0) {
+        // Parts go only with their file: read after them, a file still there means they are missing.
+        if ((await this.requireFile(this.meta.read, fileId)).status === 'ready') continue;
+        throw errors.missingParts(missing);
+      }
       let digest: { size: number; sha256: string };
       try {
         digest = await this.blobs.completeMultipart(file.blob_key, file.upload_id!, parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })));
       } catch (err) {
-        // A part replaced while it was being joined: join again from the new list.
+        // A part replaced while it was being joined: join again from the new list. An upload
+        // that is gone (aborted, deleted) is answered from the state read again.
         if (attempt < COMPLETE_ATTEMPTS) continue;
         throw err;
       }
       const outcome = await this.meta.transaction(async (tx) => {
-        const current = await tx.getFile(fileId);
-        if (!current || this.isExpired(current)) throw errors.fileNotFound(fileId);
+        // Locked: a delete, an abort or an update of this file waits for this decision, and sees it.
+        const current = await tx.getFile(fileId, 'update');
+        if (!current || this.isExpired(current)) {
+          // Deleted, aborted or expired while its parts were joined: the object just made is nobody's.
+          await tx.queueBlobDeletion([{ bucket: file.bucket, blob_key: file.blob_key, upload_id: null, object: 1 }], this.now());
+          return 'gone' as const;
+        }
         if (current.status === 'ready') return { record: await this.toFileRecord(tx, current), seq: 0 };
         const now = await tx.listParts(fileId);
         const same = now.length === parts.length && now.every((p, i) => p.etag === parts[i]!.etag);
@@ -305,13 +397,15 @@ export class CofferService {
         const seq = await tx.appendEvent({ type: 'file.ready', file_id: fileId, folder_id: current.folder_id, data: fileEventData(ready, context) }, at);
         return { record: fileRecord(ready, context, this.opts.cdnUrl), seq };
       });
+      if (outcome === 'gone') {
+        this.emptyTrash();
+        throw errors.fileNotFound(fileId);
+      }
       if (outcome === null) {
         if (attempt < COMPLETE_ATTEMPTS) continue;
         throw errors.unavailable('The upload kept changing while it was being completed; try again.');
       }
-      this.emptyTrash();
-      if (outcome.seq) await this.publish(outcome.seq);
-      return outcome.record;
+      return outcome;
     }
   }
 
@@ -331,7 +425,7 @@ export class CofferService {
 
   async abortUpload(fileId: string): Promise<{ file_id: string; aborted: true }> {
     await this.meta.transaction(async (tx) => {
-      const file = await this.requireFile(tx, fileId);
+      const file = await this.requireFile(tx, fileId, 'update');
       if (file.status === 'ready') throw errors.uploadCompleted();
       await this.discardUpload(tx, file);
     });
@@ -352,7 +446,7 @@ export class CofferService {
       if (stale.length === 0) break;
       await this.meta.transaction(async (tx) => {
         for (const file of stale) {
-          const current = await tx.getFile(file.id);
+          const current = await tx.getFile(file.id, 'update');
           if (current && this.isExpired(current)) await this.discardUpload(tx, current);
         }
       });
@@ -435,6 +529,7 @@ export class CofferService {
   async createFolder(req: CreateFolderRequest): Promise<FolderRecord> {
     const parentId = req.parent_id ?? null;
     const { record, seq } = await this.meta.transaction(async (tx) => {
+      await tx.lockFolderTree();
       if (parentId !== null) await this.requireFolder(tx, parentId, 'parent_id');
       const name = validateName(req.name);
       const existing = await tx.findFolderByName(parentId, name);
@@ -456,6 +551,7 @@ export class CofferService {
 
   async updateFolder(req: UpdateFolderRequest): Promise<FolderRecord> {
     const { record, seq } = await this.meta.transaction(async (tx) => {
+      await tx.lockFolderTree();
       const folder = await this.requireFolder(tx, req.folder_id);
       let parentId = folder.parent_id;
       if (req.parent_id !== undefined) {
@@ -495,13 +591,16 @@ export class CofferService {
 
   async deleteFolder(req: DeleteFolderRequest): Promise<DeleteFolderResponse> {
     const { result, seq } = await this.meta.transaction(async (tx) => {
+      await tx.lockFolderTree();
       const folder = await this.requireFolder(tx, req.folder_id);
       if (!req.recursive) {
         const children = await tx.countChildren(folder.id);
         if (children.files > 0 || children.folders > 0) throw errors.folderNotEmpty(folder.id, children.files, children.folders);
       }
       const folderIds = [folder.id, ...(await tx.descendantFolderIds(folder.id))];
-      const files = await tx.filesInFolders(folderIds);
+      // Folders, then their files, as every transaction locks them: no file goes in or changes meanwhile.
+      await tx.lockFolders(folderIds);
+      const files = await tx.filesInFolders(folderIds, 'update');
       const now = this.now();
       let seq = 0;
       for (const file of files) {
@@ -601,11 +700,13 @@ export class CofferService {
 
   async updateFile(req: UpdateFileRequest): Promise<FileRecord> {
     const { record, seq } = await this.meta.transaction(async (tx) => {
-      const file = await this.requireFile(tx, req.file_id);
+      // The destination folder is locked before the file, the order a folder delete locks them in.
+      const destination = req.folder_id ? await tx.getFolder(req.folder_id, 'share') : undefined;
+      const file = await this.requireFile(tx, req.file_id, 'update');
       let folderId = file.folder_id;
       if (req.folder_id !== undefined) {
         folderId = req.folder_id;
-        if (folderId !== null) await this.requireFolder(tx, folderId);
+        if (folderId !== null && !destination) throw errors.folderNotFound(folderId, 'folder_id');
       }
       const name = req.name === undefined ? file.name : validateName(req.name);
       const visibility = req.visibility === undefined ? file.visibility : parseVisibility(req.visibility);
@@ -628,7 +729,8 @@ export class CofferService {
 
   async deleteFile(fileId: string): Promise<{ file_id: string; deleted: true }> {
     const seq = await this.meta.transaction(async (tx) => {
-      const file = await this.requireFile(tx, fileId);
+      // Locked: a completion of this file commits before this reads it, or after it is gone.
+      const file = await this.requireFile(tx, fileId, 'update');
       const now = this.now();
       await tx.deleteFiles([file.id]);
       const ready = file.status === 'ready';

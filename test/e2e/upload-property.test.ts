@@ -252,13 +252,13 @@ describe('disk blob store: the digest is of the part versions completed', () => 
           return { ...c, bytes: seededBytes(`${id}:${part}:${k}`, c.size) };
         });
         // Every body is on disk before the first commit, so commits can follow each other closely.
+        const { uploadId } = await store.createMultipart(key);
         const writers: PartWriter[] = [];
         for (const c of order) {
-          const w = await store.openPart();
+          const w = await store.openPart(key, uploadId, c.part, c.bytes.length);
           await w.write(c.bytes);
           writers.push(w);
         }
-        const { uploadId } = await store.createMultipart(key);
         const last = new Map<number, { etag: string; bytes: Buffer }>();
         for (const [i, c] of order.entries()) {
           const { etag } = await store.commitPart(key, uploadId, c.part, writers[i]!);

@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, type SettingName } from '../../src/config/config.js';
 import { startOrigin, type RunningOrigin } from '../../src/origin/server.js';
+import { createDatabase } from './postgres.js';
 
 export interface TestOrigin {
   url: string;
@@ -26,14 +27,30 @@ export const PLAYGROUND_BUILD = resolve(dirname(fileURLToPath(import.meta.url)),
 export interface TestOriginOptions {
   /** Where the Playground's build is (default: the project's dist/playground). */
   playgroundDir?: string;
+  /**
+   * Metadata in this database (COFFER_DATABASE_URL), e.g. a fresh one from
+   * test/helpers/postgres.ts `createDatabase()`; default: SQLite in the data dir, or a fresh
+   * PostgreSQL database when the run sets COFFER_TEST_METADATA=postgres.
+   */
+  databaseUrl?: string;
 }
+
+/** With COFFER_TEST_METADATA=postgres: the database made for each data dir. */
+const databaseOfDataDir = new Map<string, string>();
 
 export async function startTestOrigin(settings: Partial<Record<SettingName, string>> = {}, options: TestOriginOptions = {}): Promise<TestOrigin> {
   const dataDir = settings.COFFER_DATA_DIR ?? (await mkdtemp(join(tmpdir(), 'coffer-test-')));
   const key = settings.COFFER_ACCESS_KEY ?? 'test-key-' + Math.random().toString(36).slice(2);
   const secret = settings.COFFER_SIGNING_SECRET ?? 'test-secret-' + Math.random().toString(36).slice(2);
+  let databaseUrl = options.databaseUrl;
+  if (!databaseUrl && process.env.COFFER_TEST_METADATA === 'postgres' && !settings.COFFER_DATABASE_URL) {
+    // An origin restarted on the same data dir finds its database again.
+    databaseUrl = databaseOfDataDir.get(dataDir) ?? (await createDatabase());
+    databaseOfDataDir.set(dataDir, databaseUrl);
+  }
   const config = loadConfig({}, {
-    COFFER_PORT: '0', COFFER_CDN_URL: 'http://cdn.test', COFFER_RATE_LIMIT: '100000', ...settings,
+    COFFER_PORT: '0', COFFER_CDN_URL: 'http://cdn.test', COFFER_RATE_LIMIT: '100000',
+    ...(databaseUrl ? { COFFER_DATABASE_URL: databaseUrl } : {}), ...settings,
     COFFER_DATA_DIR: dataDir, COFFER_ACCESS_KEY: key, COFFER_SIGNING_SECRET: secret,
   });
   const logs: string[] = [];

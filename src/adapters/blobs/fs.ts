@@ -5,12 +5,12 @@
  * written to disk once, and an object is whole or absent.
  */
 import { createReadStream } from 'node:fs';
-import { link, mkdir, open, readFile, rename, rm, readdir, type FileHandle } from 'node:fs/promises';
+import { link, mkdir, open, readFile, rename, rm, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { FileHasher, type HashId } from './file-hasher.js';
-import type { BlobStore, ByteRange, CommittedPart, PartWriter } from '../../core/ports.js';
+import { UploadGoneError, type BlobStore, type ByteRange, type CommittedPart, type PartWriter } from '../../core/ports.js';
 
 const SAFE_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 const MANIFEST = 'manifest.json';
@@ -139,12 +139,13 @@ export class FsBlobStore implements BlobStore {
     return { uploadId };
   }
 
-  async openPart(): Promise<PartWriter> {
+  /** The part's identity is only needed at commit: the bytes go to a temporary file first. */
+  async openPart(_key: string, _uploadId: string, _partNumber: number, _expectedSize: number): Promise<PartWriter> {
     const path = this.tmpPath();
     return new FsPartWriter(path, await open(path, 'wx', 0o600));
   }
 
-  async commitPart(_key: string, uploadId: string, partNumber: number, writer: PartWriter): Promise<CommittedPart> {
+  async commitPart(key: string, uploadId: string, partNumber: number, writer: PartWriter): Promise<CommittedPart> {
     if (!(writer instanceof FsPartWriter)) throw new Error('part writer of another store');
     const etag = randomBytes(8).toString('hex');
     const dir = this.uploadDir(uploadId);
@@ -154,6 +155,7 @@ export class FsBlobStore implements BlobStore {
       writer.committed = true;
     } catch (err) {
       await writer.discard();
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !(await stat(dir).then(() => true, () => false))) throw new UploadGoneError(key, uploadId);
       throw err;
     }
     this.noteCommitted(uploadId, partNumber, etag);
@@ -197,6 +199,12 @@ export class FsBlobStore implements BlobStore {
   async completeMultipart(key: string, uploadId: string, parts: Array<{ partNumber: number; etag: string }>): Promise<{ size: number; sha256: string }> {
     const dir = this.uploadDir(uploadId);
     const target = this.objectPath(key);
+    if (!(await stat(dir).then(() => true, () => false))) {
+      // Completed before (its parts were cleared afterwards), or aborted.
+      const done = await this.manifest(key);
+      if (done) return { size: done.size, sha256: done.sha256 };
+      throw new UploadGoneError(key, uploadId);
+    }
     const ordered = [...parts].sort((a, b) => a.partNumber - b.partNumber);
     const run = this.running.get(uploadId);
     if (run) await run.chain;

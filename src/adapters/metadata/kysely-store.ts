@@ -3,7 +3,7 @@
  */
 import { Migrator, sql, type Kysely, type Transaction } from 'kysely';
 import type {
-  BlobToDelete, MetadataStore, MetadataTx, NewEvent, PageQuery, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
+  BlobToDelete, EdgeAck, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
 } from '../../core/ports.js';
 import { CofferMigrations } from './migrations.js';
 import type { Database } from './schema.js';
@@ -27,6 +27,12 @@ function sessionRow(row: StoredSession): StoredSession {
   row.expires_at = Number(row.expires_at);
   return row;
 }
+function edgeLeaseRow(row: EdgeLease): EdgeLease {
+  return {
+    edge_id: row.edge_id, origin_id: row.origin_id, acked_seq: Number(row.acked_seq), heard_at: Number(row.heard_at),
+    live_until: Number(row.live_until), state: row.state, version: Number(row.version),
+  };
+}
 function partRow(row: StoredPart): StoredPart {
   row.size = Number(row.size);
   row.updated_at = Number(row.updated_at);
@@ -41,18 +47,30 @@ function batches<T>(items: T[]): T[][] {
   return out;
 }
 
-class KyselyTx implements MetadataTx {
+/** Advisory lock keys (PostgreSQL): one for the event log, one for the folder tree. */
+const EVENTS_LOCK = 7262951;
+const FOLDER_TREE_LOCK = 7262952;
+
+export class KyselyTx implements MetadataTx {
   constructor(private readonly db: Db, private readonly dialect: 'sqlite' | 'postgres') {}
 
-  async getFolder(id: string) {
-    const row = await this.db.selectFrom('folders').selectAll().where('id', '=', id).executeTakeFirst();
+  /** Row locks exist on PostgreSQL; SQLite runs one transaction at a time. */
+  private withLock<Q extends { forUpdate(): Q; forShare(): Q }>(query: Q, lock: RowLock | undefined): Q {
+    if (!lock || this.dialect !== 'postgres') return query;
+    return lock === 'update' ? query.forUpdate() : query.forShare();
+  }
+
+  async getFolder(id: string, lock?: RowLock) {
+    const row = await this.withLock(this.db.selectFrom('folders').selectAll().where('id', '=', id), lock).executeTakeFirst();
     return row && folderRow(row);
   }
 
   async folderChain(id: string): Promise<StoredFolder[]> {
+    // PostgreSQL types the recursive column from this seed: text in the ids' collation.
+    const seed = this.dialect === 'postgres' ? sql<string>`cast(${id} as text) collate "C"` : sql<string>`${id}`;
     const rows = await this.db
       .withRecursive('chain(id, depth)', (qb) =>
-        qb.selectNoFrom([sql<string>`${id}`.as('id'), sql<number>`0`.as('depth')]).unionAll((qb2) =>
+        qb.selectNoFrom([seed.as('id'), sql<number>`0`.as('depth')]).unionAll((qb2) =>
           qb2.selectFrom('folders').innerJoin('chain', 'chain.id', 'folders.id')
             .where('folders.parent_id', 'is not', null)
             .select([sql<string>`folders.parent_id`.as('id'), sql<number>`chain.depth + 1`.as('depth')])
@@ -100,17 +118,26 @@ class KyselyTx implements MetadataTx {
     for (const id of [...ids].reverse()) await this.db.deleteFrom('folders').where('id', '=', id).execute();
   }
 
-  async filesInFolders(folderIds: string[]): Promise<StoredFile[]> {
+  async filesInFolders(folderIds: string[], lock?: RowLock): Promise<StoredFile[]> {
     const out: StoredFile[] = [];
     for (const batch of batches(folderIds)) {
-      const rows = await this.db.selectFrom('files').selectAll().where('folder_id', 'in', batch).execute();
+      const rows = await this.withLock(this.db.selectFrom('files').selectAll().where('folder_id', 'in', batch).orderBy('id'), lock).execute();
       out.push(...rows.map(fileRow));
     }
     return out;
   }
 
-  async getFile(id: string) {
-    const row = await this.db.selectFrom('files').selectAll().where('id', '=', id).executeTakeFirst();
+  async lockFolders(ids: string[]) {
+    if (this.dialect !== 'postgres') return;
+    for (const batch of batches(ids)) await this.db.selectFrom('folders').select('id').where('id', 'in', batch).orderBy('id').forUpdate().execute();
+  }
+
+  async lockFolderTree() {
+    if (this.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${sql.lit(FOLDER_TREE_LOCK)})`.execute(this.db);
+  }
+
+  async getFile(id: string, lock?: RowLock) {
+    const row = await this.withLock(this.db.selectFrom('files').selectAll().where('id', '=', id), lock).executeTakeFirst();
     return row && fileRow(row);
   }
 
@@ -157,7 +184,7 @@ class KyselyTx implements MetadataTx {
   async appendEvent(event: NewEvent, at: number): Promise<number> {
     if (this.dialect === 'postgres') {
       // Serialises appends so sequence numbers commit in order and a follower never skips one.
-      await sql`select pg_advisory_xact_lock(7262951)`.execute(this.db);
+      await sql`select pg_advisory_xact_lock(${sql.lit(EVENTS_LOCK)})`.execute(this.db);
     }
     const row = await this.db.insertInto('events').values({
       type: event.type,
@@ -166,6 +193,8 @@ class KyselyTx implements MetadataTx {
       data: JSON.stringify(event.data),
       created_at: at,
     }).returning('seq').executeTakeFirstOrThrow();
+    // Wakes other origins' edge feeds at commit (origin/event-wake.ts); delivered only if this commits.
+    if (this.dialect === 'postgres') await sql`select pg_notify('coffer_events', ${String(row.seq)})`.execute(this.db);
     return Number(row.seq);
   }
 
@@ -188,6 +217,37 @@ class KyselyTx implements MetadataTx {
     const result = await this.db.deleteFrom('sessions').where('token_hash', '=', tokenHash).executeTakeFirst();
     return Number(result.numDeletedRows) > 0;
   }
+
+  /** For KyselyMetadataStore.recordEdgeAcks: one row per edge, in key order. */
+  async upsertEdgeAcks(acks: EdgeAck[]): Promise<EdgeLease[]> {
+    const rows = await this.db.insertInto('edge_leases')
+      .values(acks.map((a) => ({ ...a, state: 'behind' as const, version: 1 })))
+      .onConflict((oc) => oc.column('edge_id').doUpdateSet({
+        origin_id: sql`excluded.origin_id`,
+        acked_seq: sql`case when excluded.acked_seq > edge_leases.acked_seq then excluded.acked_seq else edge_leases.acked_seq end`,
+        heard_at: sql`excluded.heard_at`,
+        live_until: sql`case when excluded.live_until > edge_leases.live_until then excluded.live_until else edge_leases.live_until end`,
+        // Quiet for a lease, or answered without: it catches up before it holds a lease again.
+        state: sql`case when edge_leases.state = 'lapsed' or edge_leases.live_until <= excluded.heard_at then 'behind' else edge_leases.state end`,
+        version: sql`edge_leases.version + 1`,
+      }))
+      .returningAll()
+      .execute();
+    // Wakes origins waiting on these edges (origin/event-wake.ts).
+    if (this.dialect === 'postgres') await sql`select pg_notify('coffer_edge_acks', '')`.execute(this.db);
+    return rows.map(edgeLeaseRow);
+  }
+
+  /** For KyselyMetadataStore.markEdgesLapsed: compare-and-set on each row's version. */
+  async markEdgesLapsed(edges: Array<{ edge_id: string; version: number }>): Promise<string[]> {
+    const marked: string[] = [];
+    for (const e of edges) {
+      const result = await this.db.updateTable('edge_leases').set({ state: 'lapsed', version: sql`version + 1` })
+        .where('edge_id', '=', e.edge_id).where('version', '=', e.version).executeTakeFirst();
+      if (Number(result.numUpdatedRows) > 0) marked.push(e.edge_id);
+    }
+    return marked;
+  }
 }
 
 type SortColumn = 'name_key' | 'created_at' | 'updated_at' | 'size';
@@ -201,7 +261,7 @@ function sortColumn(table: 'files' | 'folders', sort: SortField): SortColumn {
 export class KyselyMetadataStore implements MetadataStore {
   readonly read: MetadataTx;
 
-  constructor(private readonly db: Kysely<Database>, readonly dialect: 'sqlite' | 'postgres') {
+  constructor(protected readonly db: Kysely<Database>, readonly dialect: 'sqlite' | 'postgres') {
     this.read = new KyselyTx(db, dialect);
   }
 
@@ -212,18 +272,44 @@ export class KyselyMetadataStore implements MetadataStore {
   }
 
   transaction<T>(fn: (tx: MetadataTx) => Promise<T>, opts: { durable?: boolean } = {}): Promise<T> {
-    if (opts.durable === false && this.dialect === 'sqlite') {
-      // One reserved connection, so the relaxed setting covers this transaction alone.
+    if (this.dialect === 'sqlite') {
+      // BEGIN IMMEDIATE takes the write lock first, waiting up to busy_timeout for it: several
+      // origin processes may share one SQLite file (WAL), and a deferred transaction that had
+      // read before another process wrote could not write at all ("database is locked").
       return this.db.connection().execute(async (conn) => {
-        await sql`pragma synchronous = normal`.execute(conn);
+        // One reserved connection, so a relaxed setting covers this transaction alone.
+        const relaxed = opts.durable === false;
+        if (relaxed) await sql`pragma synchronous = normal`.execute(conn);
         try {
-          return await conn.transaction().execute((trx) => fn(new KyselyTx(trx, this.dialect)));
+          await sql`begin immediate`.execute(conn);
+          try {
+            const result = await fn(new KyselyTx(conn, this.dialect));
+            await sql`commit`.execute(conn);
+            return result;
+          } catch (err) {
+            await sql`rollback`.execute(conn).catch(() => {});
+            throw err;
+          }
         } finally {
-          await sql`pragma synchronous = full`.execute(conn);
+          if (relaxed) await sql`pragma synchronous = full`.execute(conn);
         }
       });
     }
     return this.db.transaction().execute((trx) => fn(new KyselyTx(trx, this.dialect)));
+  }
+
+  private readonly exclusiveRuns = new Map<string, Promise<unknown>>();
+
+  /** A SQLite store belongs to one process: a queue per name in memory is enough. */
+  async exclusive<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const before = this.exclusiveRuns.get(name) ?? Promise.resolve();
+    const run = before.catch(() => {}).then(fn);
+    const tracked = run.finally(() => {
+      if (this.exclusiveRuns.get(name) === tracked) this.exclusiveRuns.delete(name);
+    });
+    tracked.catch(() => {});
+    this.exclusiveRuns.set(name, tracked);
+    return run;
   }
 
   private page<T extends 'files' | 'folders'>(table: T, q: PageQuery, column: SortColumn) {
@@ -297,6 +383,44 @@ export class KyselyMetadataStore implements MetadataStore {
 
   async deleteExpiredSessions(now: number) {
     const result = await this.db.deleteFrom('sessions').where('expires_at', '<=', now).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  // ---- the edges' shared lease table (origin/edge-hub.ts) ----------------------------
+
+  async recordEdgeAcks(acks: EdgeAck[]): Promise<EdgeLease[]> {
+    // An upsert may touch a row once; key order keeps origins writing the same rows from deadlocking.
+    const byEdge = new Map<string, EdgeAck>();
+    for (const a of acks) {
+      const had = byEdge.get(a.edge_id);
+      byEdge.set(a.edge_id, had ? {
+        ...a, acked_seq: Math.max(had.acked_seq, a.acked_seq), heard_at: Math.max(had.heard_at, a.heard_at), live_until: Math.max(had.live_until, a.live_until),
+      } : a);
+    }
+    const rows = [...byEdge.values()].sort((x, y) => (x.edge_id < y.edge_id ? -1 : x.edge_id > y.edge_id ? 1 : 0));
+    if (rows.length === 0) return [];
+    // Losing the last of these to a power cut is harmless: every origin's edges drop their leases with it.
+    return this.transaction((tx) => (tx as KyselyTx).upsertEdgeAcks(rows), { durable: false });
+  }
+
+  async edgeLeases(): Promise<EdgeLease[]> {
+    return (await this.db.selectFrom('edge_leases').selectAll().execute()).map(edgeLeaseRow);
+  }
+
+  async markEdgesLapsed(edges: Array<{ edge_id: string; version: number }>): Promise<string[]> {
+    if (edges.length === 0) return [];
+    const sorted = [...edges].sort((x, y) => (x.edge_id < y.edge_id ? -1 : x.edge_id > y.edge_id ? 1 : 0));
+    return this.transaction(async (tx) => (tx as KyselyTx).markEdgesLapsed(sorted));
+  }
+
+  async markEdgeCaughtUp(edgeId: string, version: number): Promise<boolean> {
+    const result = await this.db.updateTable('edge_leases').set({ state: 'caught_up', version: sql`version + 1` })
+      .where('edge_id', '=', edgeId).where('version', '=', version).where('state', '=', 'behind').executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  async pruneEdgeLeases(before: number): Promise<number> {
+    const result = await this.db.deleteFrom('edge_leases').where('live_until', '<', before).executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 

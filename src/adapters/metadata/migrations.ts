@@ -11,17 +11,18 @@ function serialKey(dialect: Dialect) {
 }
 
 function initial(dialect: Dialect): Migration {
-  // Sort keys compare bytes on both engines, so pages line up the same way.
+  // Sort keys compare bytes on both engines, so pages line up the same way. Ids are sort keys
+  // too (they break ties), and the columns that refer to them match their collation.
   const sortText = dialect === 'postgres' ? sql`text collate "C"` : sql`text`;
   return {
     async up(db: Kysely<any>) {
       await db.schema
         .createTable('folders')
-        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('id', sortText, (c) => c.primaryKey())
         .addColumn('name', 'text', (c) => c.notNull())
         .addColumn('name_key', sortText, (c) => c.notNull())
         .addColumn('visibility', 'text', (c) => c.notNull())
-        .addColumn('parent_id', 'text', (c) => c.references('folders.id'))
+        .addColumn('parent_id', sortText, (c) => c.references('folders.id'))
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
         .execute();
@@ -32,14 +33,14 @@ function initial(dialect: Dialect): Migration {
 
       await db.schema
         .createTable('files')
-        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('id', sortText, (c) => c.primaryKey())
         .addColumn('name', 'text', (c) => c.notNull())
         .addColumn('name_key', sortText, (c) => c.notNull())
         .addColumn('visibility', 'text', (c) => c.notNull())
         .addColumn('size', 'bigint', (c) => c.notNull())
         .addColumn('file_type', 'text', (c) => c.notNull())
         .addColumn('content_type', 'text', (c) => c.notNull())
-        .addColumn('folder_id', 'text', (c) => c.references('folders.id'))
+        .addColumn('folder_id', sortText, (c) => c.references('folders.id'))
         .addColumn('status', 'text', (c) => c.notNull())
         .addColumn('sha256', 'text')
         .addColumn('created_at', 'bigint', (c) => c.notNull())
@@ -57,7 +58,7 @@ function initial(dialect: Dialect): Migration {
 
       await db.schema
         .createTable('parts')
-        .addColumn('file_id', 'text', (c) => c.notNull().references('files.id').onDelete('cascade'))
+        .addColumn('file_id', sortText, (c) => c.notNull().references('files.id').onDelete('cascade'))
         .addColumn('part_number', 'integer', (c) => c.notNull())
         .addColumn('size', 'bigint', (c) => c.notNull())
         .addColumn('etag', 'text', (c) => c.notNull())
@@ -121,9 +122,32 @@ const sessions: Migration = {
   },
 };
 
+/**
+ * The edges' shared lease table (origin/edge-hub.ts): what each edge has applied, until when
+ * it counts as live, and whether it may hold a lease, written by whichever origin hears it, so
+ * that a change made on one origin waits for edges following another.
+ */
+const edgeLeases: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable('edge_leases')
+      .addColumn('edge_id', 'text', (c) => c.primaryKey())
+      .addColumn('origin_id', 'text', (c) => c.notNull())
+      .addColumn('acked_seq', 'bigint', (c) => c.notNull())
+      .addColumn('heard_at', 'bigint', (c) => c.notNull())
+      .addColumn('live_until', 'bigint', (c) => c.notNull())
+      .addColumn('state', 'text', (c) => c.notNull())
+      .addColumn('version', 'bigint', (c) => c.notNull())
+      .execute();
+  },
+  async down(db: Kysely<any>) {
+    await db.schema.dropTable('edge_leases').execute();
+  },
+};
+
 export class CofferMigrations implements MigrationProvider {
   constructor(private readonly dialect: Dialect) {}
   async getMigrations(): Promise<Record<string, Migration>> {
-    return { '0001_initial': initial(this.dialect), '0002_sort_by_updated': sortByUpdated, '0003_sessions': sessions };
+    return { '0001_initial': initial(this.dialect), '0002_sort_by_updated': sortByUpdated, '0003_sessions': sessions, '0004_edge_leases': edgeLeases };
   }
 }

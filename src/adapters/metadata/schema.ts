@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { StoredFile, StoredFolder, StoredPart, StoredSession } from '../../core/ports.js';
+import type { EdgeLease, StoredFile, StoredFolder, StoredPart, StoredSession } from '../../core/ports.js';
 
 export interface EventsTable {
   seq: Generated<number>;
@@ -26,4 +26,5 @@ export interface Database {
   events: EventsTable;
   blob_trash: BlobTrashTable;
   sessions: StoredSession;
+  edge_leases: EdgeLease;
 }

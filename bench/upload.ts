@@ -8,6 +8,12 @@
 // child pid is the server process and its /proc/<pid>/status is the server's
 // memory. Rounds alternate between the contestants; every round is bounded by
 // a timeout and the children are killed whenever this process exits.
+//
+// Coffer runs in one or two storage configurations in the same run
+// (`--storage embedded,postgres-s3`): embedded (SQLite + data dir), and
+// PostgreSQL + S3, for which a throwaway PostgreSQL cluster
+// (test/helpers/postgres.ts) and an s3rver (test/helpers/s3.ts, in a child
+// process: bench/s3rver-server.ts) are started first and stopped at the end.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
@@ -19,6 +25,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Upload } from "tus-js-client";
+import { createDatabaseOn, launchCluster, type ClusterHandle } from "../test/helpers/postgres.js";
 
 // ---------------------------------------------------------------------------
 // Constants
@@ -34,8 +41,14 @@ const TARGET_COFFER_RSS_MB = 200;
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-type Contestant = "coffer" | "tus";
-const CONTESTANTS: readonly Contestant[] = ["coffer", "tus"];
+/** "coffer" is the embedded configuration (its name predates the others, and --json keeps it). */
+type Contestant = "coffer" | "coffer-pg-s3" | "tus";
+const CONTESTANTS: readonly Contestant[] = ["coffer", "coffer-pg-s3", "tus"];
+
+type Storage = "embedded" | "postgres-s3";
+const STORAGES: readonly Storage[] = ["embedded", "postgres-s3"];
+const CONTESTANT_OF_STORAGE: Record<Storage, Contestant> = { embedded: "coffer", "postgres-s3": "coffer-pg-s3" };
+const DISPLAY: Record<Contestant, string> = { coffer: "coffer embedded", "coffer-pg-s3": "coffer postgres-s3", tus: "tus" };
 
 // The tus peer, run as `node --input-type=module -e <this>` with cwd at the
 // repository root so the bare imports resolve from ./node_modules. Plain JS
@@ -71,12 +84,12 @@ process.stdin.resume();
 
 // A tiny process that SIGKILLs the servers (and removes the work directory)
 // if this process dies without running its exit handlers, e.g. on SIGKILL. It
-// learns pids from "+pid" / "-pid" lines and the directory from a "dPATH"
-// line on stdin, and acts when stdin reaches EOF, which happens when we die.
+// learns pids from "+pid" / "-pid" lines and directories from "dPATH"
+// lines on stdin ("d" alone forgets them), and acts when stdin reaches EOF, which happens when we die.
 const WATCHDOG_SCRIPT = `
 const fs = require("node:fs");
 const pids = new Set();
-let dir = null;
+const dirs = new Set();
 let buf = "";
 process.on("SIGINT", () => {});
 process.stdin.setEncoding("utf8");
@@ -86,7 +99,7 @@ process.stdin.on("data", (chunk) => {
   while ((i = buf.indexOf("\\n")) >= 0) {
     const line = buf.slice(0, i);
     buf = buf.slice(i + 1);
-    if (line[0] === "d") { dir = line.slice(1) || null; continue; }
+    if (line[0] === "d") { const d = line.slice(1); if (d) dirs.add(d); else dirs.clear(); continue; }
     const pid = Number(line.slice(1));
     if (!Number.isInteger(pid) || pid <= 0) continue;
     if (line[0] === "+") pids.add(pid);
@@ -97,9 +110,11 @@ process.stdin.on("end", () => {
   for (const pid of pids) {
     try { process.kill(pid, "SIGKILL"); } catch {}
   }
-  if (dir === null) process.exit(0);
+  if (dirs.size === 0) process.exit(0);
   setTimeout(() => {
-    try { fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 }); } catch {}
+    for (const dir of dirs) {
+      try { fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 }); } catch {}
+    }
     process.exit(0);
   }, 500);
 });
@@ -115,7 +130,8 @@ interface Options {
   bytes: number;
   rounds: number;
   warmup: number;
-  only: Contestant[];
+  only: Array<"coffer" | "tus">;
+  storage: Storage[];
   json: boolean;
   label: string | null;
   envCoffer: Record<string, string>;
@@ -134,7 +150,10 @@ Options:
   --size MiB            upload size in MiB (default 256)
   --rounds R            rounds per contestant, alternating (default 5)
   --warmup W            untimed rounds per contestant first (default 1)
-  --only coffer|tus     run a single contestant
+  --only coffer|tus     run a single contestant (coffer: every --storage configuration)
+  --storage LIST        Coffer configurations, comma-separated: embedded, postgres-s3
+                        (default embedded,postgres-s3; postgres-s3 starts a throwaway
+                        PostgreSQL cluster and an s3rver for the run)
   --label NAME          label for this configuration (shown in the output)
   --env-coffer K=V      extra environment for the Coffer origin (repeatable)
   --timeout SECONDS     per-round timeout (default 120)
@@ -158,6 +177,7 @@ function parseOptions(argv: string[]): Options | null {
       rounds: { type: "string" },
       warmup: { type: "string" },
       only: { type: "string" },
+      storage: { type: "string" },
       json: { type: "boolean" },
       label: { type: "string" },
       "env-coffer": { type: "string", multiple: true },
@@ -181,11 +201,17 @@ function parseOptions(argv: string[]): Options | null {
   const warmup = values.warmup === undefined ? 1 : Number(values.warmup);
   if (!Number.isInteger(warmup) || warmup < 0) throw new UsageError(`--warmup must be a whole number`);
 
-  let only: Contestant[] = [...CONTESTANTS];
+  let only: Array<"coffer" | "tus"> = ["coffer", "tus"];
   if (values.only !== undefined) {
     if (values.only !== "coffer" && values.only !== "tus") throw new UsageError(`--only must be "coffer" or "tus"`);
     only = [values.only];
   }
+  const storage: Storage[] = [];
+  for (const s of (values.storage ?? STORAGES.join(",")).split(",").map((x) => x.trim()).filter(Boolean)) {
+    if (!(STORAGES as readonly string[]).includes(s)) throw new UsageError(`--storage takes ${STORAGES.join(", ")}; got ${JSON.stringify(s)}`);
+    if (!storage.includes(s as Storage)) storage.push(s as Storage);
+  }
+  if (storage.length === 0) throw new UsageError(`--storage needs at least one configuration`);
 
   const timeoutSec = values.timeout === undefined ? 120 : Number(values.timeout);
   if (!Number.isFinite(timeoutSec) || timeoutSec <= 0) throw new UsageError(`--timeout must be a positive number of seconds`);
@@ -206,6 +232,7 @@ function parseOptions(argv: string[]): Options | null {
     rounds,
     warmup,
     only,
+    storage,
     json: values.json ?? false,
     label: values.label ?? null,
     envCoffer,
@@ -275,7 +302,7 @@ class ServerChild {
   private readonly exitWaiters: Array<() => void> = [];
 
   private constructor(
-    readonly name: Contestant,
+    readonly name: string,
     proc: ChildProcess,
   ) {
     this.proc = proc;
@@ -303,7 +330,7 @@ class ServerChild {
   }
 
   static async start(
-    name: Contestant,
+    name: string,
     args: string[],
     env: NodeJS.ProcessEnv,
     ready: RegExp,
@@ -652,17 +679,24 @@ function requirePositiveInt(obj: Record<string, unknown>, field: string, where: 
 }
 
 class CofferRunner implements Runner {
-  readonly name = "coffer" as const;
   private lastFileId: string | number | null = null;
   private deleteWarned = false;
 
   private constructor(
+    readonly name: Contestant,
     readonly child: ServerChild,
     private readonly client: JsonClient,
     private readonly source: Source,
   ) {}
 
-  static async start(opts: Options, source: Source, dataDir: string): Promise<CofferRunner> {
+  /** `storageEnv` selects the storage configuration (empty: embedded); --env-coffer still applies on top. */
+  static async start(
+    name: Contestant,
+    opts: Options,
+    source: Source,
+    dataDir: string,
+    storageEnv: Record<string, string> = {},
+  ): Promise<CofferRunner> {
     if (!fs.existsSync(opts.cofferEntry)) {
       throw new Error(`Coffer entry point ${opts.cofferEntry} does not exist; run \`npm run build\` first`);
     }
@@ -674,10 +708,11 @@ class CofferRunner implements Runner {
       COFFER_DATA_DIR: dataDir,
       COFFER_ACCESS_KEY: accessKey,
       COFFER_SIGNING_SECRET: randomBytes(32).toString("hex"),
+      ...storageEnv,
       ...opts.envCoffer,
     };
     const { child, url } = await ServerChild.start(
-      "coffer",
+      name,
       [opts.cofferEntry, "origin"],
       env,
       /origin listening on (https?:\/\/[^\s"']+)/,
@@ -685,8 +720,8 @@ class CofferRunner implements Runner {
     const base = url.endsWith("/") ? url : `${url}/`;
     const authorization = `Bearer ${env.COFFER_ACCESS_KEY ?? accessKey}`;
     const client = opts.client === "fetch" ? new FetchClient(base, authorization) : new NodeHttpClient(base, authorization);
-    log(`coffer origin: pid ${child.pid}, ${base} (client: ${opts.client})`);
-    return new CofferRunner(child, client, source);
+    log(`${DISPLAY[name]} origin: pid ${child.pid}, ${base} (client: ${opts.client})`);
+    return new CofferRunner(name, child, client, source);
   }
 
   async run(signal: AbortSignal, meter: RoundMeter): Promise<void> {
@@ -879,6 +914,91 @@ function sha256File(file: string): Promise<string> {
 }
 
 // ---------------------------------------------------------------------------
+// PostgreSQL + S3 for the postgres-s3 configuration
+
+/** The credentials s3rver accepts (S3RVER_CREDENTIALS in test/helpers/s3.ts). */
+const S3RVER_ENV = {
+  AWS_ACCESS_KEY_ID: "S3RVER",
+  AWS_SECRET_ACCESS_KEY: "S3RVER",
+  AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+};
+
+/** Started by startPostgresS3; the exit handler stops what is still here. */
+let pgCluster: ClusterHandle | null = null;
+let pgPid: number | null = null;
+
+/** The postmaster's pid (first line of postmaster.pid), or null. */
+function postmasterPid(dir: string): number | null {
+  try {
+    const pid = Number(fs.readFileSync(path.join(dir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+interface PostgresS3 {
+  /** COFFER_DATABASE_URL, COFFER_BLOB_STORE and the AWS variables for the origin. */
+  env: Record<string, string>;
+  s3: ServerChild;
+}
+
+/**
+ * A throwaway PostgreSQL cluster (Debian binaries, run as `postgres` when root) with a fresh
+ * database, and s3rver with a fresh bucket in a child process whose temp dir is under `workDir`.
+ */
+async function startPostgresS3(workDir: string): Promise<PostgresS3> {
+  log("postgres-s3: starting a throwaway PostgreSQL cluster and s3rver...");
+  const cluster = await launchCluster();
+  pgCluster = cluster;
+  watchdogSend(`d${cluster.dir}`);
+  const s3Start = ServerChild.start(
+    "s3rver",
+    ["--import", "tsx", path.join(REPO_ROOT, "bench", "s3rver-server.ts")],
+    { ...process.env, TMPDIR: workDir },
+    /s3rver listening on \S+ blob-store (\S+)/,
+  );
+  s3Start.catch(() => {}); // awaited below
+  await cluster.ready;
+  pgPid = postmasterPid(cluster.dir);
+  if (pgPid !== null) watchdogSend(`+${pgPid}`);
+  const databaseUrl = await createDatabaseOn(cluster.adminUrl);
+  const { child: s3, url: blobStore } = await s3Start;
+  log(`postgres-s3: PostgreSQL pid ${pgPid ?? "?"} at ${new URL(databaseUrl).host}, s3rver pid ${s3.pid}, ${blobStore}`);
+  return { env: { COFFER_DATABASE_URL: databaseUrl, COFFER_BLOB_STORE: blobStore, ...S3RVER_ENV }, s3 };
+}
+
+/** Stops the cluster (and removes its dir); the s3rver child is stopped with the other children. */
+async function stopPostgres(): Promise<void> {
+  const cluster = pgCluster;
+  if (cluster === null) return;
+  await cluster.stop();
+  pgCluster = null;
+  if (pgPid !== null) watchdogSend(`-${pgPid}`);
+  pgPid = null;
+}
+
+/** From an exit handler: SIGKILL the postmaster (its backends follow) and remove its dir. */
+function killPostgresSync(): void {
+  if (pgPid !== null) {
+    try {
+      process.kill(pgPid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    pgPid = null;
+  }
+  if (pgCluster !== null) {
+    try {
+      fs.rmSync(pgCluster.dir, { recursive: true, force: true, maxRetries: 3 });
+    } catch {
+      // best effort; the watchdog tries again
+    }
+    pgCluster = null;
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Results
 
 interface ContestantResult {
@@ -921,6 +1041,13 @@ function fmt(x: number | null, digits = 1): string {
   return x === null ? "n/a" : x.toFixed(digits);
 }
 
+/** Spread of the rounds: (max - min) / median, in %. */
+function noisePct(xs: number[]): number | null {
+  const m = median(xs);
+  if (m === null || m <= 0 || xs.length < 2) return null;
+  return ((Math.max(...xs) - Math.min(...xs)) / m) * 100;
+}
+
 function renderTable(opts: Options, results: Partial<Record<Contestant, ContestantResult>>, summary: Summary): string {
   const lines: string[] = [];
   lines.push("");
@@ -935,7 +1062,7 @@ function renderTable(opts: Options, results: Partial<Record<Contestant, Contesta
     const r = results[name];
     if (!r) continue;
     rows.push([
-      name,
+      DISPLAY[name],
       ...roundHeaders.map((_, i) => fmt(r.roundsMiBps[i] ?? null)),
       fmt(r.medianMiBps),
       `${fmt(r.peakRssMB)} MB`,
@@ -952,8 +1079,29 @@ function renderTable(opts: Options, results: Partial<Record<Contestant, Contesta
   lines.push(" peak RSS = max(VmHWM of the server at the end, sampled VmRSS); max sampled = VmRSS every 50 ms during uploads;");
   lines.push(" idle RSS = VmRSS after startup; cpu = median CPU seconds per upload of this process / the server)");
   lines.push("");
-  lines.push(`ratio (coffer / tus): ${summary.ratio === null ? "n/a" : summary.ratio.toFixed(2)}`);
   const verdict = (p: boolean | null): string => (p === null ? "SKIP" : p ? "PASS" : "FAIL");
+  const conf: string[][] = [["configuration", "MiB/s", "ratio to tus", "peak RSS", "noise", "target"]];
+  for (const c of summary.configurations) {
+    conf.push([
+      DISPLAY[c.contestant],
+      fmt(c.medianMiBps),
+      c.contestant === "tus" ? "1.00" : fmt(c.ratioToTus, 2),
+      `${fmt(c.peakRssMB)} MB`,
+      c.noisePct === null ? "n/a" : `${c.noisePct.toFixed(0)} %`,
+      c.contestant === "coffer"
+        ? `ratio >= ${TARGET_RATIO.toFixed(2)} ${verdict(summary.targets.ratio.pass)}, RSS < ${TARGET_COFFER_RSS_MB} MB ${verdict(summary.targets.cofferPeakRss.pass)}`
+        : c.contestant === "tus"
+          ? "(reference)"
+          : "none (s3rver is a functional stand-in)",
+    ]);
+  }
+  const cw = conf[0]!.map((_, c) => Math.max(...conf.map((row) => (row[c] ?? "").length)));
+  for (const row of conf) {
+    lines.push(row.map((cell, c) => (c === 0 || c === 5 ? cell.padEnd(cw[c]!) : cell.padStart(cw[c]!))).join("  ").trimEnd());
+  }
+  lines.push("(MiB/s and ratio from the medians; noise = (max - min) / median of the rounds)");
+  lines.push("");
+  lines.push(`ratio (coffer embedded / tus): ${summary.ratio === null ? "n/a" : summary.ratio.toFixed(2)}`);
   lines.push(`target: ratio >= ${TARGET_RATIO.toFixed(2)}  ${verdict(summary.targets.ratio.pass)}`);
   lines.push(`target: coffer peak RSS < ${TARGET_COFFER_RSS_MB} MB  ${verdict(summary.targets.cofferPeakRss.pass)}`);
   return lines.join("\n");
@@ -967,7 +1115,17 @@ interface Summary {
   client: ClientKind;
   node: string;
   envCoffer: string[];
+  storage: Storage[];
   contestants: Partial<Record<Contestant, ContestantResult>>;
+  /** One entry per configuration run, in table order. */
+  configurations: Array<{
+    contestant: Contestant;
+    medianMiBps: number | null;
+    ratioToTus: number | null;
+    peakRssMB: number | null;
+    noisePct: number | null;
+  }>;
+  /** coffer embedded / tus: the ratio the target applies to. */
   ratio: number | null;
   targets: {
     ratio: { min: number; value: number | null; pass: boolean | null };
@@ -988,7 +1146,14 @@ function summarize(opts: Options, results: Partial<Record<Contestant, Contestant
     client: opts.client,
     node: process.version,
     envCoffer: Object.keys(opts.envCoffer), // keys only: values may be secrets
+    storage: opts.storage,
     contestants: results,
+    configurations: CONTESTANTS.flatMap((name) => {
+      const r = results[name];
+      if (!r) return [];
+      const ratioToTus = r.medianMiBps !== null && t !== null && t > 0 ? r.medianMiBps / t : null;
+      return [{ contestant: name, medianMiBps: r.medianMiBps, ratioToTus: round2(ratioToTus), peakRssMB: r.peakRssMB, noisePct: round2(noisePct(r.roundsMiBps)) }];
+    }),
     ratio: round2(ratio),
     targets: {
       ratio: { min: TARGET_RATIO, value: round2(ratio), pass: ratio === null ? null : ratio >= TARGET_RATIO },
@@ -1026,12 +1191,14 @@ function removeWorkDirSync(): void {
 
 process.on("exit", () => {
   killAllChildren();
+  killPostgresSync();
   removeWorkDirSync();
 });
 for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
   process.on(sig, () => {
     log(`\n${sig}: stopping servers`);
     killAllChildren();
+    killPostgresSync();
     removeWorkDirSync();
     process.exit(sig === "SIGINT" ? 130 : sig === "SIGTERM" ? 143 : 129);
   });
@@ -1053,9 +1220,7 @@ async function main(): Promise<number> {
   fs.mkdirSync(opts.tmpBase, { recursive: true });
   workDir = fs.mkdtempSync(path.join(opts.tmpBase, "coffer-bench-"));
   keepWorkDir = opts.keepData;
-  const cofferDir = path.join(workDir, "coffer-data");
   const tusDir = path.join(workDir, "tus-data");
-  fs.mkdirSync(cofferDir);
   fs.mkdirSync(tusDir);
   log(`work dir: ${workDir}${opts.keepData ? " (kept)" : ""}`);
   if (!opts.keepData) watchdogSend(`d${workDir}`);
@@ -1065,10 +1230,23 @@ async function main(): Promise<number> {
   const source: Source = { data, sha256: createHash("sha256").update(data).digest("hex") };
 
   const runners: Runner[] = [];
+  let s3: ServerChild | null = null;
   try {
-    for (const name of opts.only) {
-      runners.push(name === "coffer" ? await CofferRunner.start(opts, source, cofferDir) : await TusRunner.start(source, tusDir));
+    if (opts.only.includes("coffer")) {
+      for (const storage of opts.storage) {
+        const name = CONTESTANT_OF_STORAGE[storage];
+        let storageEnv: Record<string, string> = {};
+        if (storage === "postgres-s3") {
+          const infra = await startPostgresS3(workDir);
+          s3 = infra.s3;
+          storageEnv = infra.env;
+        }
+        const dir = path.join(workDir, `${name}-data`);
+        fs.mkdirSync(dir, { recursive: true });
+        runners.push(await CofferRunner.start(name, opts, source, dir, storageEnv));
+      }
     }
+    if (opts.only.includes("tus")) runners.push(await TusRunner.start(source, tusDir));
 
     const results: Partial<Record<Contestant, ContestantResult>> = {};
     const sampledKb: Partial<Record<Contestant, number | null>> = {};
@@ -1093,7 +1271,7 @@ async function main(): Promise<number> {
     // Untimed rounds first: both servers and the client reach a steady state (JIT, heap, page cache).
     for (let round = 1; round <= opts.warmup; round++) {
       for (const r of runners) {
-        process.stderr.write(`warm-up ${round}/${opts.warmup} ${r.name}\n`);
+        process.stderr.write(`warm-up ${round}/${opts.warmup} ${DISPLAY[r.name]}\n`);
         await bounded(`${r.name} warm-up ${round}`, opts.timeoutMs, r.child, (signal) => r.run(signal, new RoundMeter(r.child)));
       }
     }
@@ -1119,7 +1297,7 @@ async function main(): Promise<number> {
         res.roundsClientCpuMs.push(meter.clientCpuMs === null ? null : Math.round(meter.clientCpuMs));
         res.roundsServerCpuMs.push(meter.serverCpuMs === null ? null : Math.round(meter.serverCpuMs));
         log(
-          `round ${round}/${opts.rounds} ${r.name.padEnd(6)} ${mibps.toFixed(1).padStart(8)} MiB/s  ` +
+          `round ${round}/${opts.rounds} ${DISPLAY[r.name].padEnd(18)} ${mibps.toFixed(1).padStart(8)} MiB/s  ` +
             `(${(ms / 1000).toFixed(2)} s; cpu client ${fmt(ms2s(meter.clientCpuMs), 2)} s, server ${fmt(ms2s(meter.serverCpuMs), 2)} s)`,
         );
         await r.cleanup();
@@ -1149,12 +1327,14 @@ async function main(): Promise<number> {
     return 0;
   } catch (err) {
     log(`\nBENCHMARK FAILED: ${err instanceof Error ? err.message : String(err)}`);
-    const involved = err instanceof ChildFailure ? err.children : runners.map((r) => r.child);
+    const involved = err instanceof ChildFailure ? err.children : [...runners.map((r) => r.child), ...(s3 ? [s3] : [])];
     for (const child of involved) log(child.diagnostics());
     return 1;
   } finally {
     for (const r of runners) r.close();
+    // The origins first: they hold connections to PostgreSQL and S3.
     await Promise.all(runners.map((r) => r.child.stop()));
+    await Promise.all([s3?.stop(10_000), stopPostgres().catch((err: unknown) => log(`warning: stopping PostgreSQL: ${String(err)}`))]);
     releaseWatchdog();
   }
 }

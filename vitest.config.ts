@@ -1,13 +1,50 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The HTTP end-to-end tests run twice: on embedded storage (SQLite + the data dir's blobs/) in
+ * `embedded`, with everything else, and on PostgreSQL + S3 (s3rver) in `postgres-s3`, where
+ * test/helpers/origin.ts gives each test origin a fresh database and a fresh bucket.
+ *
+ * Left out of `postgres-s3`, with the reason:
+ * - cli.test.ts, cli-client.test.ts, docs.test.ts, example-signed-link.test.ts, crash.test.ts,
+ *   edge.test.ts: spawn their own CLI/origin processes with embedded storage, not startTestOrigin;
+ * - multi-origin.test.ts, postgres-concurrency.test.ts, upload-s3.test.ts: choose their storage
+ *   themselves (already PostgreSQL and/or S3).
+ */
+const e2eElsewhere = [
+  'cli', 'cli-client', 'docs', 'example-signed-link', 'crash', 'edge',
+  'multi-origin', 'postgres-concurrency', 'upload-s3',
+].map((name) => `test/e2e/${name}.test.ts`);
+
+const shared = {
+  testTimeout: 60_000,
+  hookTimeout: 60_000,
+  pool: 'forks' as const,
+};
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
-    pool: 'forks',
-    // One throwaway PostgreSQL for the run, started in the background (test/helpers/postgres.ts).
-    globalSetup: ['./test/helpers/postgres-setup.ts'],
     reporters: ['default', './test/helpers/summary-reporter.ts'],
+    projects: [
+      {
+        test: {
+          ...shared,
+          name: 'embedded',
+          include: ['test/**/*.test.ts'],
+          // One throwaway PostgreSQL for the run, started in the background (test/helpers/postgres.ts).
+          globalSetup: ['./test/helpers/postgres-setup.ts'],
+        },
+      },
+      {
+        test: {
+          ...shared,
+          name: 'postgres-s3',
+          include: ['test/e2e/**/*.test.ts'],
+          exclude: ['**/node_modules/**', ...e2eElsewhere],
+          globalSetup: ['./test/helpers/postgres-setup.ts', './test/helpers/s3-setup.ts'],
+          env: { COFFER_TEST_METADATA: 'postgres', COFFER_TEST_BLOBS: 's3' },
+        },
+      },
+    ],
   },
 });

@@ -1,11 +1,10 @@
 /**
  * Contract §3 and §5: file records, effective visibility, update, delete and download links.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { storedObjectExists, uploadHeld } from '../helpers/stored-object.js';
 import { verifyLink } from '../../src/core/signing.js';
 import { nodeHmac } from '../../src/core/hmac-node.js';
 
@@ -46,14 +45,12 @@ async function getFile(o: TestOrigin, fileId: string): Promise<any> {
   return r.body;
 }
 
-async function waitGone(path: string, ms = 3000): Promise<void> {
+/** Waits until the blob store no longer holds `what` (embedded files or the S3 bucket: test/helpers/stored-object.ts). */
+async function waitGone(what: string, held: () => Promise<boolean>, ms = 3000): Promise<void> {
   const until = Date.now() + ms;
-  while (existsSync(path) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-  expect(existsSync(path), `${path} should be gone`).toBe(false);
+  while ((await held()) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  expect(await held(), `${what} should be gone`).toBe(false);
 }
-
-const objectPath = (o: TestOrigin, fileId: string) => join(o.dataDir, 'blobs', 'objects', 'files', fileId);
-const multipartPath = (o: TestOrigin, uploadId: string) => join(o.dataDir, 'blobs', 'multipart', uploadId);
 
 describe('files', () => {
   let o: TestOrigin;
@@ -145,7 +142,7 @@ describe('files', () => {
 
   it('deletes a file and its blob', async () => {
     const f = await upload(o, { name: 'doomed.txt' });
-    expect(existsSync(objectPath(o, f.file_id))).toBe(true);
+    expect(await storedObjectExists(o, f.file_id)).toBe(true);
     const r = await o.post('/collections/file/delete', { file_id: f.file_id });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ file_id: f.file_id, deleted: true });
@@ -153,7 +150,7 @@ describe('files', () => {
     expectError(await o.post('/collections/file/delete', { file_id: f.file_id }), 404, 'file_not_found');
     expectError(await o.post('/collections/file/download', { file_id: f.file_id }), 404, 'file_not_found');
     expectError(await o.post('/collections/create-link', { file_id: f.file_id, file_type: 'other' }), 404, 'file_not_found');
-    await waitGone(objectPath(o, f.file_id));
+    await waitGone(`the object of ${f.file_id}`, () => storedObjectExists(o, f.file_id));
   });
 
   it('deletes a file that is still uploading, with its parts', async () => {
@@ -162,13 +159,13 @@ describe('files', () => {
       bucket: s.bucket, key: s.key, uploadId: s.uploadId, fileId: s.fileId, partNumber: 1, body: randomBytes(10).toString('base64'),
     });
     expect(p.status).toBe(200);
-    expect(existsSync(multipartPath(o, s.uploadId))).toBe(true);
+    expect(await uploadHeld(o, s.uploadId)).toBe(true);
     const r = await o.post('/collections/file/delete', { file_id: s.fileId });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ file_id: s.fileId, deleted: true });
     expectError(await o.post('/collections/file/get', { file_id: s.fileId }), 404, 'file_not_found');
     expectError(await o.post('/collections/upload/complete-upload', { file_id: s.fileId }), 404, 'file_not_found');
-    await waitGone(multipartPath(o, s.uploadId));
+    await waitGone(`upload ${s.uploadId}`, () => uploadHeld(o, s.uploadId));
   });
 });
 

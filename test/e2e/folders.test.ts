@@ -1,12 +1,13 @@
 /**
  * Contract §3 and §5: folders, listing, paging and search, against a real origin.
  */
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { storedObjectExists, uploadHeld } from '../helpers/stored-object.js';
 import { KyselyMetadataStore } from '../../src/adapters/metadata/kysely-store.js';
 import { nameKey } from '../../src/core/names.js';
 import type { PageQuery, SortField, SortOrder, StoredFile } from '../../src/core/ports.js';
@@ -67,14 +68,12 @@ async function listAll(o: TestOrigin, body: Record<string, unknown>, path = '/co
 
 const entryIds = (page: any): string[] => [...page.folders.map((f: any) => f.folder_id), ...page.files.map((f: any) => f.file_id)];
 
-async function waitGone(path: string, ms = 3000): Promise<void> {
+/** Waits until the blob store no longer holds `what` (embedded files or the S3 bucket: test/helpers/stored-object.ts). */
+async function waitGone(what: string, held: () => Promise<boolean>, ms = 3000): Promise<void> {
   const until = Date.now() + ms;
-  while (existsSync(path) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-  expect(existsSync(path), `${path} should be gone`).toBe(false);
+  while ((await held()) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  expect(await held(), `${what} should be gone`).toBe(false);
 }
-
-const objectPath = (o: TestOrigin, fileId: string) => join(o.dataDir, 'blobs', 'objects', 'files', fileId);
-const multipartPath = (o: TestOrigin, uploadId: string) => join(o.dataDir, 'blobs', 'multipart', uploadId);
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 let seq = 0;
@@ -361,9 +360,9 @@ describe('folder delete', () => {
     const u = await openUpload(o, 'open.bin', b.folder_id);
     const sibling = await upload(o, 'keep.txt', parent.folder_id);
 
-    const blobs = [f1, f2, f3].map((f) => objectPath(o, f.file_id));
-    for (const p of blobs) expect(existsSync(p), p).toBe(true);
-    expect(existsSync(multipartPath(o, u.uploadId))).toBe(true);
+    const blobs = [f1, f2, f3].map((f) => f.file_id as string);
+    for (const id of blobs) expect(await storedObjectExists(o, id), id).toBe(true);
+    expect(await uploadHeld(o, u.uploadId)).toBe(true);
 
     const r = await o.post('/collections/folder/delete', { folder_id: t.folder_id, recursive: true });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -379,13 +378,13 @@ describe('folder delete', () => {
     expectError(part, 404, 'upload_not_found');
     expectError(await o.post('/collections/list', { folder_id: a.folder_id }), 404, 'folder_not_found');
 
-    for (const p of blobs) await waitGone(p);
-    await waitGone(multipartPath(o, u.uploadId));
+    for (const id of blobs) await waitGone(`the object of ${id}`, () => storedObjectExists(o, id));
+    await waitGone(`upload ${u.uploadId}`, () => uploadHeld(o, u.uploadId));
 
     const left = await list(o, { folder_id: parent.folder_id });
     expect(left.folders).toEqual([]);
     expect(left.files.map((f: any) => f.file_id)).toEqual([sibling.file_id]);
-    expect(existsSync(objectPath(o, sibling.file_id))).toBe(true);
+    expect(await storedObjectExists(o, sibling.file_id)).toBe(true);
     // Nothing else was touched, and the parent can now be deleted the plain way after its last file goes.
     expect((await o.post('/collections/file/delete', { file_id: sibling.file_id })).status).toBe(200);
     expect((await o.post('/collections/folder/delete', { folder_id: parent.folder_id })).body).toEqual({ folder_id: parent.folder_id, deleted_files: 0, deleted_folders: 1 });
@@ -715,14 +714,34 @@ describe('list at scale', () => {
       });
     }
     const t0 = performance.now();
-    // A second connection with one prepared statement: the origin's own path costs a query build per row.
-    const writer = new BetterSqlite3(join(o.dataDir, 'coffer.sqlite'), { fileMustExist: true });
-    try {
-      const cols = Object.keys(rows[0]!);
-      const insert = writer.prepare(`insert into files (${cols.join(', ')}) values (${cols.map((c) => '@' + c).join(', ')})`);
-      writer.transaction(() => { for (const r of rows) insert.run(r); })();
-    } finally {
-      writer.close();
+    const cols = Object.keys(rows[0]!) as Array<keyof StoredFile>;
+    if (o.databaseUrl) {
+      // PostgreSQL: multi-row INSERTs (rows as one JSON array each) on a connection of the test's own, then fresh statistics.
+      const client = new pg.Client({ connectionString: o.databaseUrl });
+      await client.connect();
+      try {
+        await client.query('begin');
+        const BATCH = 20_000;
+        for (let i = 0; i < rows.length; i += BATCH) {
+          await client.query(
+            `insert into files (${cols.join(', ')}) select ${cols.join(', ')} from jsonb_populate_recordset(null::files, $1::jsonb)`,
+            [JSON.stringify(rows.slice(i, i + BATCH))],
+          );
+        }
+        await client.query('commit');
+        await client.query('analyze files');
+      } finally {
+        await client.end();
+      }
+    } else {
+      // A second connection with one prepared statement: the origin's own path costs a query build per row.
+      const writer = new BetterSqlite3(join(o.dataDir, 'coffer.sqlite'), { fileMustExist: true });
+      try {
+        const insert = writer.prepare(`insert into files (${cols.join(', ')}) values (${cols.map((c) => '@' + c).join(', ')})`);
+        writer.transaction(() => { for (const r of rows) insert.run(r); })();
+      } finally {
+        writer.close();
+      }
     }
     console.log(`inserted ${N} file rows in ${Math.round(performance.now() - t0)} ms`);
 
@@ -750,7 +769,33 @@ describe('list at scale', () => {
     const store = o.origin.service.meta;
     expect(store).toBeInstanceOf(KyselyMetadataStore);
     const kysely = store as KyselyMetadataStore;
-    const db = new BetterSqlite3(join(o.dataDir, 'coffer.sqlite'), { readonly: true, fileMustExist: true });
+    // Each engine's own plan: SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN (text format).
+    let explain: (sql: string, params: unknown[]) => Promise<string>;
+    let run: (sql: string, params: unknown[]) => Promise<Array<{ id: string }>>;
+    let close: () => Promise<void>;
+    let expectIndexed: (table: 'files' | 'folders', plan: string, label: string) => void;
+    if (o.databaseUrl) {
+      const client = new pg.Client({ connectionString: o.databaseUrl });
+      await client.connect();
+      // Kysely's PostgreSQL dialect numbers its parameters ($1, $2, …) as pg expects.
+      explain = async (sql, params) => (await client.query(`EXPLAIN ${sql}`, params)).rows.map((r) => r['QUERY PLAN'] as string).join('\n');
+      run = async (sql, params) => (await client.query(sql, params)).rows;
+      close = () => client.end();
+      expectIndexed = (table, plan, label) => {
+        // The folders table holds two rows: a scan of it is what PostgreSQL rightly picks, so only files must read an index.
+        if (table === 'files') expect(plan, label).toMatch(/Index (Only )?Scan( Backward)? using files_\w+ on files/);
+        if (table === 'files') expect(plan, label).not.toMatch(/\bSort\b/);
+      };
+    } else {
+      const db = new BetterSqlite3(join(o.dataDir, 'coffer.sqlite'), { readonly: true, fileMustExist: true });
+      explain = async (sql, params) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map((r) => r.detail).join('\n');
+      run = async (sql, params) => db.prepare(sql).all(...params) as Array<{ id: string }>;
+      close = async () => { db.close(); };
+      expectIndexed = (table, plan, label) => {
+        expect(plan, label).toMatch(new RegExp(`SEARCH ${table} USING (COVERING )?INDEX ${table}_`));
+        expect(plan, label).not.toContain('TEMP B-TREE');
+      };
+    }
     try {
       const plans: string[] = [];
       for (const sort of ['name', 'created_at', 'updated_at', 'size'] as const) {
@@ -761,15 +806,12 @@ describe('list at scale', () => {
               const folderAfter = sort === 'created_at' || sort === 'updated_at' ? { value: mid[sort], id: mid.id } : { value: 'm', id: mid.id };
               const q: PageQuery = { parentId: p.folder_id, sort, order, after: table === 'folders' && after ? folderAfter : after, limit: 101 };
               const compiled = kysely.compilePage(table, q);
-              const plan = (db.prepare(`EXPLAIN QUERY PLAN ${compiled.sql}`).all(...(compiled.parameters as unknown[])) as Array<{ detail: string }>)
-                .map((r) => r.detail).join('\n');
+              const plan = await explain(compiled.sql, [...compiled.parameters]);
               plans.push(plan);
-              const label = `${table} ${sort} ${order} ${after ? 'after' : 'first'}:\n${plan}`;
-              expect(plan, label).toMatch(new RegExp(`SEARCH ${table} USING (COVERING )?INDEX ${table}_`));
-              expect(plan, label).not.toContain('TEMP B-TREE');
+              expectIndexed(table, plan, `${table} ${sort} ${order} ${after ? 'after' : 'first'}:\n${plan}`);
               // The same query, run, answers the same rows the service listed.
               if (table === 'files' && after === null) {
-                const got = (db.prepare(compiled.sql).all(...(compiled.parameters as unknown[])) as Array<{ id: string }>).map((r) => r.id);
+                const got = (await run(compiled.sql, [...compiled.parameters])).map((r) => r.id);
                 const key = keyOf[sort];
                 const expected = [...rows].sort((x, y) => (key(x) < key(y) ? -1 : key(x) > key(y) ? 1 : 0) * (order === 'asc' ? 1 : -1));
                 expect(got).toEqual(expected.slice(0, 101).map((r) => r.id));
@@ -780,7 +822,7 @@ describe('list at scale', () => {
       }
       expect(plans).toHaveLength(32);
     } finally {
-      db.close();
+      await close();
     }
   });
 });

@@ -9,10 +9,48 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 
 const TWELVE_HOURS = 43_200;
+
+/**
+ * Runs a query (`?` placeholders) on the origin's own database from outside it: its SQLite
+ * file, or its PostgreSQL database (COFFER_DATABASE_URL). Numbers come back as numbers on both.
+ */
+async function queryDb(o: TestOrigin, sql: string, params: unknown[] = []): Promise<Array<Record<string, unknown>>> {
+  if (o.databaseUrl) {
+    const client = new pg.Client({ connectionString: o.databaseUrl });
+    await client.connect();
+    try {
+      let n = 0;
+      const { rows, fields } = await client.query(sql.replace(/\?/g, () => `$${++n}`), params);
+      // bigint and count(*) arrive as text from pg.
+      const numeric = new Set(fields.filter((f) => f.dataTypeID === 20).map((f) => f.name));
+      return rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, numeric.has(k) && v !== null ? Number(v) : v])));
+    } finally {
+      await client.end();
+    }
+  }
+  const db = new BetterSqlite3(join(o.dataDir, 'coffer.sqlite'), { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare(sql).all(...params) as Array<Record<string, unknown>>;
+  } finally {
+    db.close();
+  }
+}
+
+/** The origin database's tables. */
+async function tablesOf(o: TestOrigin): Promise<string[]> {
+  const sql = o.databaseUrl
+    ? "select table_name as name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'"
+    : "select name from sqlite_master where type = 'table'";
+  return (await queryDb(o, sql)).map((t) => String(t.name));
+}
+
+const sessionRows = async (o: TestOrigin, hash: string): Promise<number> =>
+  Number((await queryDb(o, 'select count(*) as n from sessions where token_hash = ?', [hash]))[0]!.n);
 
 interface Answer {
   status: number;
@@ -302,13 +340,8 @@ describe('sign-out', () => {
     expectError(await call(o, 'POST', '/collections/upload/file-progress', { bucket: 'b', key: 'k', uploadId: 'u', fileId: 'f', partNumber: 1, body: '' }, s.creds), 401, 'unauthorized');
     expectError(await call(o, 'POST', '/session/end', {}, s.creds), 401, 'unauthorized');
     // Gone from the database, not just from the browser.
-    const db = new BetterSqlite3(join(o.dataDir, 'coffer.sqlite'), { readonly: true, fileMustExist: true });
-    try {
-      expect(db.prepare('select count(*) as n from sessions where token_hash = ?').get(sha256(s.token))).toEqual({ n: 0 });
-      expect(db.prepare('select count(*) as n from sessions where token_hash = ?').get(sha256(bystander.token))).toEqual({ n: 1 });
-    } finally {
-      db.close();
-    }
+    expect(await sessionRows(o, sha256(s.token))).toBe(0);
+    expect(await sessionRows(o, sha256(bystander.token))).toBe(1);
     // Other sessions live on.
     expect((await call(o, 'POST', '/collections/list', {}, bystander.creds)).status).toBe(200);
   });
@@ -328,27 +361,23 @@ describe('session storage', () => {
     const o = await startTestOrigin();
     try {
       const sessions = [await signIn(o), await signIn(o), await signIn(o)];
-      const db = new BetterSqlite3(join(o.dataDir, 'coffer.sqlite'), { readonly: true, fileMustExist: true });
-      try {
-        const rows = db.prepare('select * from sessions').all() as Array<Record<string, unknown>>;
-        expect(rows).toHaveLength(3);
-        expect(Object.keys(rows[0]!).sort()).toEqual(['created_at', 'csrf_token', 'expires_at', 'token_hash']);
-        for (const s of sessions) {
-          const row = rows.find((r) => r.token_hash === sha256(s.token));
-          expect(row, 'a row under the token hash').toBeDefined();
-          expect(row!.csrf_token).toBe(s.csrf);
-          expect(row!.expires_at).toBe(Date.parse(s.expiresAt));
-        }
-        // No row of any table holds a token, in any column.
-        const tables = (db.prepare("select name from sqlite_master where type = 'table'").all() as Array<{ name: string }>).map((t) => t.name);
-        for (const table of tables) {
-          const dump = JSON.stringify(db.prepare(`select * from "${table}"`).all());
-          for (const s of sessions) expect(dump.includes(s.token), `${table} holds a token`).toBe(false);
-        }
-      } finally {
-        db.close();
+      const rows = await queryDb(o, 'select * from sessions');
+      expect(rows).toHaveLength(3);
+      expect(Object.keys(rows[0]!).sort()).toEqual(['created_at', 'csrf_token', 'expires_at', 'token_hash']);
+      for (const s of sessions) {
+        const row = rows.find((r) => r.token_hash === sha256(s.token));
+        expect(row, 'a row under the token hash').toBeDefined();
+        expect(row!.csrf_token).toBe(s.csrf);
+        expect(row!.expires_at).toBe(Date.parse(s.expiresAt));
       }
-      // Nor do the file's bytes, the write-ahead log included.
+      // No row of any table holds a token, in any column.
+      const tables = await tablesOf(o);
+      expect(tables).toContain('sessions');
+      for (const table of tables) {
+        const dump = JSON.stringify(await queryDb(o, `select * from "${table}"`));
+        for (const s of sessions) expect(dump.includes(s.token), `${table} holds a token`).toBe(false);
+      }
+      // Nor do the SQLite file's bytes, the write-ahead log included (absent on PostgreSQL, whose rows were checked above).
       for (const file of ['coffer.sqlite', 'coffer.sqlite-wal']) {
         const path = join(o.dataDir, file);
         if (!existsSync(path)) continue;
@@ -387,23 +416,16 @@ describe('session storage', () => {
       expect(Date.parse(s.expiresAt) - Date.now()).toBeLessThanOrEqual(1000);
       expect((await call(o, 'POST', '/collections/list', {}, s.creds)).status).toBe(200);
       const hash = sha256(s.token);
-      const rowCount = () => {
-        const db = new BetterSqlite3(join(o.dataDir, 'coffer.sqlite'), { readonly: true, fileMustExist: true });
-        try {
-          return (db.prepare('select count(*) as n from sessions where token_hash = ?').get(hash) as { n: number }).n;
-        } finally {
-          db.close();
-        }
-      };
-      expect(rowCount()).toBe(1);
+      const rowCount = () => sessionRows(o, hash);
+      expect(await rowCount()).toBe(1);
       await new Promise((r) => setTimeout(r, Date.parse(s.expiresAt) - Date.now() + 50));
       // Refused whether or not the sweeper has run yet.
       expectError(await call(o, 'GET', '/session', undefined, { cookie: s.cookie }), 401, 'unauthorized');
       expectError(await call(o, 'POST', '/collections/list', {}, s.creds), 401, 'unauthorized');
       // With a 1 s lifetime the sweeper runs every 250 ms.
       const until = Date.now() + 3000;
-      while (rowCount() > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-      expect(rowCount()).toBe(0);
+      while ((await rowCount()) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      expect(await rowCount()).toBe(0);
       // Signing in again works as ever.
       const again = await signIn(o);
       expect((await call(o, 'POST', '/collections/list', {}, again.creds)).status).toBe(200);

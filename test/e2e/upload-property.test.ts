@@ -176,7 +176,7 @@ describe('upload property: the completed file is the bytes last sent for each pa
         expect(got.body.size).toBe(plan.size);
 
         // The stored object itself, not just the reported digest.
-        const onDisk = await readStoredObject(o.dataDir, s.fileId);
+        const onDisk = await readStoredObject(o, s.fileId);
         expect(onDisk.length).toBe(plan.size);
         expect(sha256(onDisk)).toBe(want);
 

@@ -15,7 +15,14 @@ export interface Config {
   signingSecrets: string[];
   databaseUrl: string | undefined;
   blobStore: string | undefined;
-  edgeToken: string | undefined;
+  /** Edge credentials: the first is what an edge presents, every one is accepted by the origin (rotation). */
+  edgeTokens: string[];
+  /** A PEM CA bundle an edge trusts when its origin is https://. */
+  originCa: string | undefined;
+  /** Milliseconds a client may take to send a request's headers. */
+  headersTimeoutMs: number;
+  /** Milliseconds a request body or a response may make no progress before the connection is dropped. */
+  idleTimeoutMs: number;
   edgeCacheBytes: number | undefined;
   edgeLeaseMs: number;
   publicMaxAge: number | undefined;
@@ -39,7 +46,10 @@ export const SETTINGS = [
   ['COFFER_SIGNING_SECRET', 'HMAC secret(s) for signed links, comma-separated (generated on first start)'],
   ['COFFER_DATABASE_URL', 'postgres://… to keep metadata in PostgreSQL'],
   ['COFFER_BLOB_STORE', 's3://bucket?endpoint=…&region=… to keep bytes in S3-compatible storage'],
-  ['COFFER_EDGE_TOKEN', "the edges' credential for the origin's feed"],
+  ['COFFER_EDGE_TOKEN', "the edges' credential for the origin's feed, comma-separated to rotate: an edge sends the first, the origin accepts all (generated on first start)"],
+  ['COFFER_ORIGIN_CA', 'PEM file of the CA an edge trusts when --origin is https:// (default: the system CAs)'],
+  ['COFFER_HEADERS_TIMEOUT_MS', 'milliseconds a client may take to send request headers (default 30000)'],
+  ['COFFER_IDLE_TIMEOUT_MS', 'milliseconds a request body or a response may stall before the connection is dropped (default 30000)'],
   ['COFFER_EDGE_CACHE_BYTES', "an edge's cache bound"],
   ['COFFER_EDGE_LEASE_MS', 'how long an edge serves from cache without hearing from the origin (default 5000)'],
   ['COFFER_PUBLIC_MAX_AGE', 'seconds of browser caching for Public answers'],
@@ -99,7 +109,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     signingSecrets: secrets,
     databaseUrl: get('COFFER_DATABASE_URL') || undefined,
     blobStore: get('COFFER_BLOB_STORE') || undefined,
-    edgeToken: get('COFFER_EDGE_TOKEN') || undefined,
+    edgeTokens: (get('COFFER_EDGE_TOKEN') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    originCa: get('COFFER_ORIGIN_CA') || undefined,
+    headersTimeoutMs: integer('COFFER_HEADERS_TIMEOUT_MS', get('COFFER_HEADERS_TIMEOUT_MS'), 30_000, 1),
+    idleTimeoutMs: integer('COFFER_IDLE_TIMEOUT_MS', get('COFFER_IDLE_TIMEOUT_MS'), 30_000, 1),
     edgeCacheBytes: optionalInteger('COFFER_EDGE_CACHE_BYTES', get('COFFER_EDGE_CACHE_BYTES')),
     edgeLeaseMs: integer('COFFER_EDGE_LEASE_MS', get('COFFER_EDGE_LEASE_MS'), 5000, 1),
     publicMaxAge: optionalInteger('COFFER_PUBLIC_MAX_AGE', get('COFFER_PUBLIC_MAX_AGE')),

@@ -11,6 +11,8 @@ export const SIG_PARAM = 'X-Sig';
 export const EXPIRES_PARAM = 'X-Expires';
 export const MAX_EXPIRY_SECONDS = 86_400;
 export const DEFAULT_EXPIRY_SECONDS = 3_600;
+/** Clocks of the signer and the edge may disagree this much; a link expiring later than now + MAX_EXPIRY_SECONDS + this is refused. */
+export const LINK_CLOCK_SKEW_SECONDS = 300;
 
 /** RFC 3986 percent-encoding: unreserved characters stay, everything else is escaped. */
 export function rfc3986(value: string): string {

@@ -34,3 +34,6 @@ export function missingParts(count: number, received: Iterable<number>): number[
   for (let n = 1; n <= count; n++) if (!have.has(n)) missing.push(n);
   return missing;
 }
+
+/** The deepest a folder may sit: the root's children are at depth 1. Walks up the tree stop here and fail closed. */
+export const MAX_FOLDER_DEPTH = 256;

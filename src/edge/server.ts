@@ -59,7 +59,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
   if (!/^http:\/\/[^/?#]+$/.test(origin)) {
     throw new ConfigError(`--origin must be the origin's http:// address without a path, such as http://10.0.0.5:8080, not "${originUrl}". Edges reach the origin over a private network; put TLS in front of the edges, not between them and the origin.`);
   }
-  const token = config.edgeToken ?? deriveEdgeToken(secrets[0]!, nodeHmac);
+  const token = config.edgeTokens[0] ?? deriveEdgeToken(secrets[0]!, nodeHmac);
   const dir = opts.cacheDir ?? config.dataDir;
   await mkdir(dir, { recursive: true });
   const log = pino({ level: config.logLevel, base: { role: 'edge' } }, opts.logStream ?? pino.destination(1));

@@ -52,7 +52,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     onError: (what, err) => app.log.error({ err }, `${what} failed`),
   });
   service.setPublisher((seq) => hub.publish(seq));
-  const edgeTokens = config.edgeToken ? [config.edgeToken] : credentials.signingSecrets.map((s) => deriveEdgeToken(s, nodeHmac));
+  const edgeTokens = config.edgeTokens.length > 0 ? config.edgeTokens : credentials.signingSecrets.map((s) => deriveEdgeToken(s, nodeHmac));
   const app = await buildOriginApp({
     service, accessKey: credentials.accessKey, baseUrl: config.baseUrl, rateLimit: config.rateLimit, logLevel: config.logLevel,
     sessionTtlSeconds: config.sessionTtl,

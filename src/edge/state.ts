@@ -39,6 +39,8 @@ export interface Snapshot {
 export interface StateListener {
   fileReady(file: EdgeFile): void;
   fileGone(fileId: string): void;
+  /** After any change that may narrow what may be served (an update, a delete, a folder change, a new snapshot). */
+  changed?(): void;
 }
 
 const MAX_DEPTH = 10_000;
@@ -63,6 +65,7 @@ export class EdgeState {
     for (const f of snapshot.files) this.files.set(f.file_id, f);
     for (const id of before) if (!this.files.has(id)) this.listener.fileGone(id);
     this.seq = snapshot.seq;
+    this.listener.changed?.();
   }
 
   apply(event: FeedEvent): void {
@@ -96,6 +99,7 @@ export class EdgeState {
         break;
     }
     this.seq = event.seq;
+    if (event.type !== 'file.ready' && event.type !== 'folder.created') this.listener.changed?.();
   }
 
   /** Private if the file or any folder above it is Private. */

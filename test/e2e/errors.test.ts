@@ -6,26 +6,11 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { expectError } from '../helpers/api.js';
 
 const JSON_LIMIT = 64 * 1024;
 
 type Res = { status: number; body: any; headers: Headers };
-
-/** Asserts a failure: its status, code, the §2 shape, and (a subset of) its details. */
-function expectError(res: Res, status: number, code: string, details?: Record<string, unknown>): void {
-  expect({ status: res.status, code: res.body?.error?.code }, JSON.stringify(res.body)).toEqual({ status, code });
-  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-  expect(Object.keys(res.body)).toEqual(['error']);
-  expect(Object.keys(res.body.error).sort()).toEqual(['code', 'details', 'message']);
-  expect(res.body.error.code).toMatch(/^[a-z]+(_[a-z0-9]+)*$/);
-  expect(typeof res.body.error.message).toBe('string');
-  expect(res.body.error.message.length).toBeGreaterThan(0);
-  expect(res.body.error.message).not.toMatch(/\n\s+at /); // no stack
-  expect(typeof res.body.error.details).toBe('object');
-  expect(res.body.error.details).not.toBeNull();
-  expect(Array.isArray(res.body.error.details)).toBe(false);
-  if (details) expect(res.body.error.details).toMatchObject(details);
-}
 
 /** A request with full control over method, headers and body; the body parsed as JSON when it is. */
 async function send(url: string, init: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<Res> {

@@ -7,18 +7,11 @@ import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin
 import { storedObjectExists, uploadHeld } from '../helpers/stored-object.js';
 import { verifyLink } from '../../src/core/signing.js';
 import { nodeHmac } from '../../src/core/hmac-node.js';
+import { expectError } from '../helpers/api.js';
 
 type Res = { status: number; body: any };
 const CDN = 'http://cdn.test';
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-function expectError(r: Res, status: number, code: string, details?: Record<string, unknown>): void {
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  expect(r.body.error.code).toBe(code);
-  expect(typeof r.body.error.message).toBe('string');
-  expect(r.body.error.message.length).toBeGreaterThan(0);
-  if (details) expect(r.body.error.details).toMatchObject(details);
-}
 
 let seq = 0;
 const unique = (prefix: string) => `${prefix}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;

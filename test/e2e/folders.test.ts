@@ -11,16 +11,9 @@ import { storedObjectExists, uploadHeld } from '../helpers/stored-object.js';
 import { KyselyMetadataStore } from '../../src/adapters/metadata/kysely-store.js';
 import { nameKey } from '../../src/core/names.js';
 import type { PageQuery, SortField, SortOrder, StoredFile } from '../../src/core/ports.js';
+import { expectError } from '../helpers/api.js';
 
 type Res = { status: number; body: any };
-
-function expectError(r: Res, status: number, code: string, details?: Record<string, unknown>): void {
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  expect(r.body.error.code).toBe(code);
-  expect(typeof r.body.error.message).toBe('string');
-  expect(r.body.error.message.length).toBeGreaterThan(0);
-  if (details) expect(r.body.error.details).toMatchObject(details);
-}
 
 async function mkdir(o: TestOrigin, name: string, parentId?: string | null, visibility = 'Public'): Promise<any> {
   const r = await o.post('/collections/folder/create', { name, visibility, ...(parentId !== undefined ? { parent_id: parentId } : {}) });

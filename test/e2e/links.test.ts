@@ -6,19 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { signPath, verifyLink } from '../../src/core/signing.js';
 import { nodeHmac } from '../../src/core/hmac-node.js';
+import { expectError } from '../helpers/api.js';
 
 type Res = { status: number; body: any };
 const CDN = 'http://cdn.test';
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const nowSeconds = () => Math.floor(Date.now() / 1000);
-
-function expectError(r: Res, status: number, code: string, details?: Record<string, unknown>): void {
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  expect(r.body.error.code).toBe(code);
-  expect(typeof r.body.error.message).toBe('string');
-  expect(r.body.error.message.length).toBeGreaterThan(0);
-  if (details) expect(r.body.error.details).toMatchObject(details);
-}
 
 async function upload(o: TestOrigin, fields: Record<string, unknown> = {}): Promise<any> {
   return uploadBytes(o, randomBytes(32), { name: 'pic.png', file_type: 'image', ...fields });

@@ -12,6 +12,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
+import { expectError } from '../helpers/api.js';
 
 const TWELVE_HOURS = 43_200;
 
@@ -124,13 +125,6 @@ async function signIn(o: TestOrigin, extra: Record<string, string> = {}, creds: 
   const c = sessionCookieOf(a);
   const cookie = `coffer_session=${c.value}`;
   return { token: c.value, csrf: a.body.csrf_token, expiresAt: a.body.expires_at, cookie, creds: { cookie, csrf: a.body.csrf_token }, answer: a };
-}
-
-function expectError(a: Answer, status: number, code: string): void {
-  expect(a.status, JSON.stringify(a.body)).toBe(status);
-  expect(a.body.error.code).toBe(code);
-  expect(a.body.error.message.length).toBeGreaterThan(10);
-  expect(a.headers.get('content-type')).toMatch(/^application\/json/);
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');

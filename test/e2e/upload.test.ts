@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { openUploadIds, storedObjectIds, storedParts } from '../helpers/stored-object.js';
+import { expectError } from '../helpers/api.js';
 
 const CHUNK = 5 * 1024 * 1024;
 const MAX_BODY = 8 * 1024 * 1024;
@@ -31,20 +32,6 @@ interface Session {
   part_count: number;
   size: number;
   [k: string]: unknown;
-}
-
-/** Asserts a failure: its status, code, the §2 shape, and (a subset of) its details. */
-function expectError(res: Res, status: number, code: string, details?: Record<string, unknown>): void {
-  expect({ status: res.status, code: res.body?.error?.code }, JSON.stringify(res.body)).toEqual({ status, code });
-  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-  expect(Object.keys(res.body)).toEqual(['error']);
-  expect(Object.keys(res.body.error).sort()).toEqual(['code', 'details', 'message']);
-  expect(typeof res.body.error.message).toBe('string');
-  expect(res.body.error.message.length).toBeGreaterThan(0);
-  expect(typeof res.body.error.details).toBe('object');
-  expect(res.body.error.details).not.toBeNull();
-  expect(Array.isArray(res.body.error.details)).toBe(false);
-  if (details) expect(res.body.error.details).toMatchObject(details);
 }
 
 const initiateBody = (fields: Record<string, unknown> = {}) => ({ name: 'file.bin', visibility: 'Public', size: 10, file_type: 'other', ...fields });

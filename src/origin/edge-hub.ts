@@ -1,6 +1,7 @@
 /**
  * The origin's side of the delivery network. Edges follow the event log over a stream,
- * acknowledge what they applied, and hold a lease while they keep acknowledging. A change
+ * acknowledge what they applied, and hold a lease while they keep acknowledging it (see
+ * "Bounded waits" for how long a lease an edge that lags behind is granted). A change
  * is answered only once every live edge has acknowledged it, or once an edge that went
  * quiet has certainly stopped serving from its cache (its lease, measured from what it
  * last sent, has run out).
@@ -10,7 +11,8 @@
  * written by whichever origin hears the edge:
  *
  * - `acked_seq`: what the edge has applied; `live_until`: when the origin that heard it
- *   last stops counting it as live (receipt time + lease, on that origin's wall clock).
+ *   last stops counting it as live (receipt time + the lease granted, on that origin's wall
+ *   clock; an acknowledgement granted nothing leaves it as it was).
  *   Another origin allows `skewMs` more, for clocks that disagree a little.
  * - `state`: `caught_up` while every change answered since the edge last caught up with
  *   the head has waited for it; `lapsed` once an origin answered a change without it;
@@ -40,7 +42,8 @@
  * record hold the granted end. So a change published at T0 is held by an edge that does not
  * apply it until T0 + lease at most on this origin; on another origin until
  * T0 + lease + the freshness of its head (`freshMs`: an acknowledgement is answered only
- * from a head read that began at most that long before it) + `skewMs`. Then the quiet edge
+ * from a head read that began at most that long before it; the head is polled while edges
+ * acknowledge here) + `skewMs`. Then the quiet edge
  * is marked `lapsed` as before and must catch up. An edge that lags by milliseconds gets a
  * lease shorter by as much.
  *

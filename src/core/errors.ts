@@ -52,6 +52,8 @@ export const errors = {
   folderExists: (name: string, existingId: string) =>
     new CofferError(409, 'folder_exists', `A folder named "${name}" already exists here.`, { name, folder_id: existingId }),
   cycle: () => new CofferError(409, 'cycle', 'A folder cannot be moved into itself or into one of its own sub-folders.', { field: 'parent_id' }),
+  folderTooDeep: (maxDepth: number) =>
+    new CofferError(409, 'folder_too_deep', `Folders may be nested at most ${maxDepth} levels deep.`, { field: 'parent_id', max_depth: maxDepth }),
   payloadTooLarge: (limit: number) =>
     new CofferError(413, 'payload_too_large', `The request body is over the limit of ${limit} bytes.`, { limit }),
   fileTooLarge: (limit: number) =>

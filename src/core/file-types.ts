@@ -33,3 +33,16 @@ export function fileTypeFor(name: string, contentType?: string | null): FileType
   if (DOCUMENT_TYPES.test(type)) return 'document';
   return BY_EXTENSION[extensionOf(name)] ?? 'other';
 }
+
+// RFC 9110 §8.3.1: type "/" subtype *( OWS ";" OWS [ parameter ] ), parameter values a token
+// or a quoted string; ASCII only (no obs-text), so the value can always be sent as a header.
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const QUOTED = '"(?:[\\t !#-\\[\\]-~]|\\\\[\\t -~])*"';
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*(?:${TOKEN}=(?:${TOKEN}|${QUOTED}))?)*$`);
+/** Longer than any real media type; keeps stored records and headers small. */
+export const MAX_CONTENT_TYPE_LENGTH = 255;
+
+/** Whether a media type can be stored and later sent as a Content-Type header value as it is. */
+export function isSendableContentType(value: string): boolean {
+  return value.length <= MAX_CONTENT_TYPE_LENGTH && MEDIA_TYPE.test(value);
+}

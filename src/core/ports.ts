@@ -106,13 +106,18 @@ export type RowLock = 'share' | 'update';
 /** Operations inside one transaction: all of them commit together or none does. */
 export interface MetadataTx {
   getFolder(id: string, lock?: RowLock): Promise<StoredFolder | undefined>;
-  /** The folder and every folder above it, nearest first. */
+  /**
+   * The folder and every folder above it, nearest first; at most MAX_FOLDER_DEPTH of them,
+   * so a chain whose last folder still has a parent was cut short.
+   */
   folderChain(id: string): Promise<StoredFolder[]>;
   findFolderByName(parentId: string | null, name: string): Promise<StoredFolder | undefined>;
   insertFolder(folder: StoredFolder): Promise<void>;
   updateFolder(id: string, patch: Partial<Omit<StoredFolder, 'id'>>): Promise<void>;
   /** Every folder below this one (not itself). */
   descendantFolderIds(id: string): Promise<string[]>;
+  /** How many levels of folders lie below this one (0 for none), counted up to `limit`. */
+  folderHeight(id: string, limit: number): Promise<number>;
   countChildren(folderId: string): Promise<{ files: number; folders: number }>;
   deleteFolders(ids: string[]): Promise<void>;
   filesInFolders(folderIds: string[], lock?: RowLock): Promise<StoredFile[]>;
@@ -160,7 +165,7 @@ export interface EdgeAck {
   origin_id: string;
   acked_seq: number;
   heard_at: number;
-  /** Until when every origin counts the edge as live: receipt + lease. */
+  /** Until when every origin counts the edge as live: receipt + the lease granted (0 when none was). */
   live_until: number;
 }
 

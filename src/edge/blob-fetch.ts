@@ -3,17 +3,20 @@
  * buffer: an edge prefetching on every completion otherwise spends much of its time
  * collecting the garbage of one fresh buffer per packet. Chunks handed to `onChunk` are
  * views of that buffer, valid until `onChunk` returns or its promise settles; reading
- * waits for that promise.
+ * waits for that promise. An https origin is reached over TLS (checked like every other
+ * request to it, see origin-client.ts), reading the decrypted bytes as they come.
  */
 import net from 'node:net';
+import tls from 'node:tls';
+import type { OriginClient } from './origin-client.js';
 
 const READ_BUFFER = 256 * 1024;
 const IDLE_TIMEOUT_MS = 30_000;
 
 export type ChunkConsumer = (chunk: Buffer) => void | Promise<void>;
 
-export function fetchBlobRaw(originUrl: string, token: string, fileId: string, onChunk: ChunkConsumer): Promise<'ok' | 'not_found'> {
-  const url = new URL(`${originUrl}/_edge/blob/${encodeURIComponent(fileId)}`);
+export function fetchBlobRaw(origin: OriginClient, token: string, fileId: string, onChunk: ChunkConsumer): Promise<'ok' | 'not_found'> {
+  const url = new URL(`${origin.url}/_edge/blob/${encodeURIComponent(fileId)}`);
   return new Promise((resolve, reject) => {
     let settled = false;
     let head = '';
@@ -37,56 +40,61 @@ export function fetchBlobRaw(originUrl: string, token: string, fileId: string, o
         return false;
       }
       if (pending) {
+        if (origin.secure) socket.pause();
         pending.then(() => (remaining === 0 ? finish(null, 'ok') : socket.resume()), (err: Error) => finish(err));
         return false;
       }
       if (remaining === 0) finish(null, 'ok');
       return true;
     };
-    const socket = net.connect({
-      host: url.hostname.replace(/^\[|\]$/g, ''),
-      port: Number(url.port || 80),
-      onread: {
-        buffer: Buffer.allocUnsafe(READ_BUFFER),
-        callback: (n: number, buf: Uint8Array): boolean => {
-          if (settled) return false;
-          const bytes = Buffer.from(buf.buffer, buf.byteOffset, n);
-          if (status !== 0) return deliver(bytes);
-          const before = head.length;
-          head += bytes.toString('latin1');
-          const end = head.indexOf('\r\n\r\n');
-          if (end < 0) {
-            if (head.length > 64 * 1024) finish(new Error('the origin sent no end of headers'));
-            return true;
-          }
-          const statusMatch = /^HTTP\/1\.[01] (\d{3})/.exec(head);
-          const headers = head.slice(0, end);
-          status = statusMatch ? Number(statusMatch[1]) : -1;
-          if (status === 404) {
-            finish(null, 'not_found');
-            return false;
-          }
-          if (status !== 200) {
-            finish(Object.assign(new Error(`origin answered ${status} for the bytes of ${fileId}`), { status }));
-            return false;
-          }
-          const length = /\r\ncontent-length:\s*(\d+)/i.exec(headers);
-          if (!length || /\r\ntransfer-encoding:/i.test(headers)) {
-            finish(new Error('the origin sent the bytes without a Content-Length'));
-            return false;
-          }
-          remaining = Number(length[1]);
-          if (remaining === 0) {
-            finish(null, 'ok');
-            return false;
-          }
-          return deliver(bytes.subarray(end + 4 - before));
+    /** Takes bytes from the socket; false to stop reading until resumed. */
+    const receive = (bytes: Buffer): boolean => {
+      if (settled) return false;
+      if (status !== 0) return deliver(bytes);
+      const before = head.length;
+      head += bytes.toString('latin1');
+      const end = head.indexOf('\r\n\r\n');
+      if (end < 0) {
+        if (head.length > 64 * 1024) finish(new Error('the origin sent no end of headers'));
+        return true;
+      }
+      const statusMatch = /^HTTP\/1\.[01] (\d{3})/.exec(head);
+      const headers = head.slice(0, end);
+      status = statusMatch ? Number(statusMatch[1]) : -1;
+      if (status === 404) {
+        finish(null, 'not_found');
+        return false;
+      }
+      if (status !== 200) {
+        finish(Object.assign(new Error(`origin answered ${status} for the bytes of ${fileId}`), { status }));
+        return false;
+      }
+      const length = /\r\ncontent-length:\s*(\d+)/i.exec(headers);
+      if (!length || /\r\ntransfer-encoding:/i.test(headers)) {
+        finish(new Error('the origin sent the bytes without a Content-Length'));
+        return false;
+      }
+      remaining = Number(length[1]);
+      if (remaining === 0) {
+        finish(null, 'ok');
+        return false;
+      }
+      return deliver(bytes.subarray(end + 4 - before));
+    };
+    const socket: net.Socket = origin.secure
+      ? tls.connect({ host: origin.host, port: origin.port, servername: net.isIP(origin.host) ? undefined : origin.host, ...(origin.ca ? { ca: origin.ca } : {}) })
+      : net.connect({
+        host: origin.host,
+        port: origin.port,
+        onread: {
+          buffer: Buffer.allocUnsafe(READ_BUFFER),
+          callback: (n: number, buf: Uint8Array): boolean => receive(Buffer.from(buf.buffer, buf.byteOffset, n)),
         },
-      },
-    });
+      });
+    if (origin.secure) socket.on('data', (chunk: Buffer) => receive(chunk));
     socket.setNoDelay(true);
     socket.setTimeout(IDLE_TIMEOUT_MS, () => finish(new Error('the origin stopped sending the bytes')));
-    socket.on('connect', () => {
+    socket.on(origin.secure ? 'secureConnect' : 'connect', () => {
       socket.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`);
     });
     socket.on('error', (err) => finish(err));

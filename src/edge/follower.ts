@@ -1,17 +1,18 @@
 /**
  * Follows the origin's event log. The edge holds a lease while the origin answers its
- * acknowledgements and it has applied everything: the lease runs from when an
+ * acknowledgements with one: the lease runs for the `lease_ms` granted from when the
  * acknowledgement was sent, so the origin, which counts from when it received it, never
  * stops waiting for this edge before the edge has stopped serving from its cache. A
  * stream that goes silent (a partition drops packets without closing anything) is given
  * up after one lease and opened again.
  */
-import http from 'node:http';
+import type http from 'node:http';
 import { randomBytes } from 'node:crypto';
+import type { OriginClient } from './origin-client.js';
 import type { EdgeState, FeedEvent, Snapshot } from './state.js';
 
 export interface FollowerOptions {
-  originUrl: string;
+  origin: OriginClient;
   token: string;
   leaseMs: number;
   state: EdgeState;
@@ -31,12 +32,13 @@ export class FeedFollower {
   private ackInFlight = false;
   private ackAgain = false;
   private stopped = false;
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+  private readonly agent: http.Agent;
   private readonly timers: NodeJS.Timeout[] = [];
   private caughtUpResolve: (() => void) | null = null;
   readonly caughtUp: Promise<void>;
 
   constructor(private readonly opts: FollowerOptions) {
+    this.agent = opts.origin.agent({ keepAlive: true, maxSockets: 4 });
     this.caughtUp = new Promise((resolve) => {
       this.caughtUpResolve = resolve;
     });
@@ -85,7 +87,7 @@ export class FeedFollower {
     return new Promise<T>((resolve, reject) => {
       // The deadline covers the whole exchange, including waiting for a socket.
       const deadline = setTimeout(() => req.destroy(new Error('origin did not answer in time')), timeoutMs);
-      const req = http.get(this.opts.originUrl + path, { headers: this.headers(), agent }, (res) => {
+      const req = this.opts.origin.get(path, { headers: this.headers(), agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
@@ -110,7 +112,7 @@ export class FeedFollower {
     if (this.stopped) return;
     const path = `/_edge/feed?after=${this.opts.state.seq}&edge=${this.edgeId}`;
     this.lastData = now();
-    const req = http.get(this.opts.originUrl + path, { headers: { ...this.headers(), accept: 'text/event-stream' } }, (res) => {
+    const req = this.opts.origin.get(path, { headers: { ...this.headers(), accept: 'text/event-stream' } }, (res) => {
       if (res.statusCode !== 200) {
         res.resume();
         req.destroy(new Error(`feed answered ${res.statusCode}`));
@@ -191,7 +193,7 @@ export class FeedFollower {
       this.ackInFlight = false;
       if (this.ackAgain) this.sendAck();
     };
-    const req = http.request(this.opts.originUrl + '/_edge/ack', {
+    const req = this.opts.origin.request('/_edge/ack', {
       method: 'POST',
       agent: this.agent,
       timeout: Math.max(100, Math.floor(this.opts.leaseMs / 2)),
@@ -202,10 +204,12 @@ export class FeedFollower {
       res.on('end', () => {
         try {
           if (res.statusCode === 200) {
-            const answer = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { lease: boolean; head: number };
-            if (answer.head > this.head) this.head = answer.head;
-            if (answer.lease && epoch === this.epoch) {
-              this.leaseUntil = Math.max(this.leaseUntil, sentAt + this.opts.leaseMs);
+            const answer = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { lease?: unknown; lease_ms?: unknown; head?: unknown };
+            if (typeof answer.head === 'number' && answer.head > this.head) this.head = answer.head;
+            // The origin bounds the lease by how long it has known of events this edge lacks.
+            const granted = typeof answer.lease_ms === 'number' ? Math.min(answer.lease_ms, this.opts.leaseMs) : this.opts.leaseMs;
+            if (answer.lease === true && granted > 0 && epoch === this.epoch) {
+              this.leaseUntil = Math.max(this.leaseUntil, sentAt + granted);
               this.caughtUpResolve?.();
               this.caughtUpResolve = null;
             }

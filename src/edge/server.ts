@@ -16,6 +16,7 @@ import { EdgeCache, type BlobSource, type CachedBytes } from './cache.js';
 import { fetchBlobRaw } from './blob-fetch.js';
 import { LinkChecker, contentDisposition, decide, isActiveContent, notModified, parseRange, parseTarget, type ByteRange } from './delivery.js';
 import { FeedFollower } from './follower.js';
+import { originClient } from './origin-client.js';
 import { EdgeState, type EdgeFile, type EdgeFolder } from './state.js';
 
 export interface RunningEdge {
@@ -55,23 +56,21 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     throw new ConfigError('An edge needs COFFER_SIGNING_SECRET (the same list as the origin) to check signed links.');
   }
   const secrets = config.signingSecrets;
-  const origin = originUrl.replace(/\/+$/, '');
-  if (!/^http:\/\/[^/?#]+$/.test(origin)) {
-    throw new ConfigError(`--origin must be the origin's http:// address without a path, such as http://10.0.0.5:8080, not "${originUrl}". Edges reach the origin over a private network; put TLS in front of the edges, not between them and the origin.`);
-  }
+  const originConn = originClient(originUrl, config.originCa);
+  const origin = originConn.url;
   const token = config.edgeTokens[0] ?? deriveEdgeToken(secrets[0]!, nodeHmac);
   const dir = opts.cacheDir ?? config.dataDir;
   await mkdir(dir, { recursive: true });
   const log = pino({ level: config.logLevel, base: { role: 'edge' } }, opts.logStream ?? pino.destination(1));
   const capacity = config.edgeCacheBytes ?? (await defaultCapacity(dir));
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
-  const recheckAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const agent = originConn.agent({ keepAlive: true, maxSockets: 16 });
+  const recheckAgent = originConn.agent({ keepAlive: true, maxSockets: 64 });
   const fetchBlob = (id: string) => new Promise<http.IncomingMessage>((resolve, reject) => {
-    const req = http.get(`${origin}/_edge/blob/${id}`, { agent, headers: { authorization: `Bearer ${token}` }, timeout: 30_000 }, resolve);
+    const req = originConn.get(`/_edge/blob/${id}`, { agent, headers: { authorization: `Bearer ${token}` }, timeout: 30_000 }, resolve);
     req.on('timeout', () => req.destroy(new Error('the origin did not send the bytes in time')));
     req.on('error', reject);
   });
-  const source: BlobSource = (id, onChunk) => fetchBlobRaw(origin, token, id, onChunk);
+  const source: BlobSource = (id, onChunk) => fetchBlobRaw(originConn, token, id, onChunk);
   const cache = new EdgeCache(dir, capacity, Math.min(256 * 1024 ** 2, Math.floor(capacity / 8)), source);
   await cache.open();
 
@@ -104,7 +103,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     fileGone: (id) => cache.drop(id),
   });
   const follower = new FeedFollower({
-    originUrl: origin, token, leaseMs: config.edgeLeaseMs, state,
+    origin: originConn, token, leaseMs: config.edgeLeaseMs, state,
     onError: (what, err) => log.warn({ err: (err as Error).message }, `${what} failed`),
   });
   await follower.start();

@@ -4,6 +4,7 @@
  * without touching the files.
  */
 import type { Visibility } from '../core/records.js';
+import { MAX_FOLDER_DEPTH } from '../core/upload.js';
 
 export interface EdgeFile {
   file_id: string;
@@ -42,8 +43,6 @@ export interface StateListener {
   /** After any change that may narrow what may be served (an update, a delete, a folder change, a new snapshot). */
   changed?(): void;
 }
-
-const MAX_DEPTH = 10_000;
 
 export class EdgeState {
   readonly files = new Map<string, EdgeFile>();
@@ -102,17 +101,19 @@ export class EdgeState {
     if (event.type !== 'file.ready' && event.type !== 'folder.created') this.listener.changed?.();
   }
 
-  /** Private if the file or any folder above it is Private. */
+  /**
+   * Private if the file or any folder above it is Private. A walk cut short, by a folder this
+   * edge does not know or by more than MAX_FOLDER_DEPTH levels (a cycle among them), is Private.
+   */
   visibilityOf(file: EdgeFile): Visibility {
     const cached = this.effective.get(file.file_id);
     if (cached && cached.generation === this.generation) return cached.value;
     let value: Visibility = file.visibility;
     let folderId = file.folder_id;
-    for (let depth = 0; value === 'Public' && folderId !== null && depth < MAX_DEPTH; depth++) {
-      const folder = this.folders.get(folderId);
-      if (!folder) break;
-      if (folder.visibility === 'Private') value = 'Private';
-      folderId = folder.parent_id;
+    for (let depth = 0; value === 'Public' && folderId !== null; depth++) {
+      const folder = depth < MAX_FOLDER_DEPTH ? this.folders.get(folderId) : undefined;
+      if (!folder || folder.visibility === 'Private') value = 'Private';
+      else folderId = folder.parent_id;
     }
     this.effective.set(file.file_id, { generation: this.generation, value });
     return value;

@@ -1,6 +1,7 @@
 /**
  * The origin's side of the delivery network. Edges follow the event log over a stream,
- * acknowledge what they applied, and hold a lease while they keep acknowledging. A change
+ * acknowledge what they applied, and hold a lease while they keep acknowledging it (see
+ * "Bounded waits" for how long a lease an edge that lags behind is granted). A change
  * is answered only once every live edge has acknowledged it, or once an edge that went
  * quiet has certainly stopped serving from its cache (its lease, measured from what it
  * last sent, has run out).
@@ -10,7 +11,8 @@
  * written by whichever origin hears the edge:
  *
  * - `acked_seq`: what the edge has applied; `live_until`: when the origin that heard it
- *   last stops counting it as live (receipt time + lease, on that origin's wall clock).
+ *   last stops counting it as live (receipt time + the lease granted, on that origin's wall
+ *   clock; an acknowledgement granted nothing leaves it as it was).
  *   Another origin allows `skewMs` more, for clocks that disagree a little.
  * - `state`: `caught_up` while every change answered since the edge last caught up with
  *   the head has waited for it; `lapsed` once an origin answered a change without it;
@@ -27,18 +29,50 @@
  * waiting changes the moment they arrive, before anything is written, so one origin is as
  * fast as when it kept everything in memory. New events appended by other origins are found
  * by polling (and LISTEN/NOTIFY on PostgreSQL, see event-wake.ts).
+ *
+ * Bounded waits. Hearing from an edge is not enough to hold changes up: an edge that keeps
+ * acknowledging an old sequence would otherwise stall every change for as long as it likes.
+ * The origin remembers when it learned of each head it saw within the last lease (lease-grant.ts):
+ * a local change when it is published, another origin's when a read of the log finds it,
+ * dated back to the start of the previous read that did not (it was committed after that).
+ * An acknowledgement of `s` received at `t` is granted a lease ending at
+ * `min(t, L) + lease`, where L is when the origin learned of the first event after `s`;
+ * none if that is not after `t`. The answer carries the duration (`lease_ms`), the edge
+ * counts it from when it sent the acknowledgement, and both `live_until` and the in-memory
+ * record hold the granted end. So a change published at T0 is held by an edge that does not
+ * apply it until T0 + lease at most on this origin; on another origin until
+ * T0 + lease + the freshness of its head (`freshMs`: an acknowledgement is answered only
+ * from a head read that began at most that long before it; the head is polled while edges
+ * acknowledge here) + `skewMs`. Then the quiet edge
+ * is marked `lapsed` as before and must catch up. An edge that lags by milliseconds gets a
+ * lease shorter by as much.
+ *
+ * Back-pressure. The feed waits for 'drain' before writing more to a stream, and a stream
+ * that does not drain within `drainMs` (a lease by default) is destroyed: the edge drops its
+ * lease, reconnects and catches up. Heartbeats are not written to a stream that is full.
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { EdgeAck, EdgeLease, MetadataStore, StoredEvent } from '../core/ports.js';
 import { pollingOnly, type EventWake, type WakeReason } from './event-wake.js';
+import { LeaseGrants } from './lease-grant.js';
 
 /** An edge heard by this origin. */
 interface LocalEdge {
   id: string;
   /** Monotonic time of the last acknowledgement received. */
   lastHeard: number;
+  /** Monotonic time at which the longest lease granted to it ends. */
+  leaseEnd: number;
   acked: number;
+}
+
+/** The answer to an acknowledgement: whether a lease is granted, for how long from receipt. */
+export interface AckAnswer {
+  lease: boolean;
+  /** Milliseconds of lease granted, counted by the edge from when it sent the acknowledgement; 0 without a lease. */
+  lease_ms: number;
+  head: number;
 }
 
 interface Stream {
@@ -69,6 +103,8 @@ export interface EdgeHubOptions {
    * live this much longer (default a quarter of the lease, at most 250 ms).
    */
   skewMs?: number;
+  /** How long a feed stream may stay full before it is dropped (default: the lease). */
+  drainMs?: number;
   onError?: (what: string, err: unknown) => void;
 }
 
@@ -85,13 +121,24 @@ export class EdgeHub {
   private readonly leaseMs: number;
   private readonly skewMs: number;
   private readonly pollMs: number;
+  /** An acknowledgement is granted a lease only from a head read begun at most this long before it. */
+  private readonly freshMs: number;
+  private readonly drainMs: number;
   private readonly wake: EventWake;
   private readonly onError: (what: string, err: unknown) => void;
 
   private readonly edges = new Map<string, LocalEdge>();
   private readonly streams = new Set<Stream>();
   private waiters: Waiter[] = [];
-  private head = 0;
+  /** The head, and when each recent part of it was learned. */
+  private readonly grants: LeaseGrants;
+  private get head(): number {
+    return this.grants.head;
+  }
+  /** Start of the latest completed read of the head: any event above `head` was committed after it. */
+  private checkedAt = -Infinity;
+  private headRead: Promise<void> | null = null;
+  private lastAck = -Infinity;
 
   /** The lease table as last read, patched by this origin's own writes since. */
   private rows = new Map<string, EdgeLease>();
@@ -120,6 +167,9 @@ export class EdgeHub {
     this.leaseMs = o.leaseMs;
     this.skewMs = o.skewMs ?? defaultSkewMs(o.leaseMs);
     this.pollMs = o.pollMs ?? DEFAULT_POLL_MS;
+    this.freshMs = Math.max(50, this.pollMs * 2);
+    this.drainMs = o.drainMs ?? o.leaseMs;
+    this.grants = new LeaseGrants(o.leaseMs, mono);
     this.wake = o.wake ?? pollingOnly;
     this.originId = o.originId ?? randomBytes(9).toString('base64url');
     this.onError = o.onError ?? (() => {});
@@ -129,7 +179,9 @@ export class EdgeHub {
   }
 
   async start(): Promise<void> {
-    this.head = await this.meta.lastEventSeq();
+    const started = mono();
+    this.grants.reset(await this.meta.lastEventSeq());
+    this.checkedAt = started;
     this.wake.start((reason) => this.onWake(reason));
   }
 
@@ -148,9 +200,14 @@ export class EdgeHub {
     }
   }
 
-  /** Polls while anything depends on what other origins write: streams to feed, changes waiting. */
+  /** Edges acknowledged here lately: their leases depend on a head kept fresh. */
+  private hearing(): boolean {
+    return mono() - this.lastAck < this.leaseMs * 2;
+  }
+
+  /** Polls while anything depends on what other origins write: streams to feed, changes waiting, leases to grant. */
   private schedulePoll(): void {
-    if (this.closed || this.pollTimer || (this.streams.size === 0 && this.waiters.length === 0)) return;
+    if (this.closed || this.pollTimer || (this.streams.size === 0 && this.waiters.length === 0 && !this.hearing())) return;
     this.pollTimer = setTimeout(() => {
       this.pollTimer = null;
       void this.poll();
@@ -162,7 +219,7 @@ export class EdgeHub {
     if (this.polling) return;
     this.polling = true;
     try {
-      if (this.streams.size > 0) await this.pollEvents();
+      if (this.streams.size > 0 || this.hearing()) await this.pollEvents();
       if (this.wantRead) this.readRows();
     } finally {
       this.polling = false;
@@ -172,20 +229,33 @@ export class EdgeHub {
 
   /** Picks up events other origins appended. */
   private async pollEvents(): Promise<void> {
-    let last: number;
     try {
-      last = await this.meta.lastEventSeq();
+      await this.readHead();
     } catch (err) {
       this.onError('reading the event log', err);
-      return;
     }
-    if (last > this.head) this.head = last;
-    for (const s of this.streams) if (s.sent < this.head) void this.pump(s);
+  }
+
+  /** Reads the head, one read at a time; new events are dated back to the start of the previous read. */
+  private readHead(): Promise<void> {
+    this.headRead ??= (async () => {
+      try {
+        const started = mono();
+        const last = await this.meta.lastEventSeq();
+        this.grants.learn(last, this.checkedAt);
+        this.checkedAt = Math.max(this.checkedAt, started);
+      } finally {
+        this.headRead = null;
+      }
+      for (const s of this.streams) if (s.sent < this.head) void this.pump(s);
+    })();
+    return this.headRead;
   }
 
   private async tick(): Promise<void> {
     await this.pollEvents();
-    for (const s of this.streams) if (s.sent >= this.head && !s.pumping) s.res.write(`event: ping\ndata: {"head":${this.head}}\n\n`);
+    // A stream that is full gets no heartbeat: it is either drained soon or dropped.
+    for (const s of this.streams) if (s.sent >= this.head && !s.pumping && !s.res.writableNeedDrain) s.res.write(`event: ping\ndata: {"head":${this.head}}\n\n`);
     const at = mono();
     const horizon = at - this.leaseMs * 20;
     for (const [id, e] of this.edges) if (e.lastHeard < horizon && ![...this.streams].some((s) => s.edgeId === id)) this.edges.delete(id);
@@ -230,12 +300,13 @@ export class EdgeHub {
           let text = '';
           for (const ev of events) {
             text += `id: ${ev.seq}\nevent: change\ndata: ${JSON.stringify({ seq: ev.seq, type: ev.type, data: ev.data })}\n\n`;
-            if (ev.seq > this.head) this.head = ev.seq;
           }
           s.sent = events[events.length - 1]!.seq;
-          s.res.write(text);
+          // Committed after the last head read began, since that read did not see them.
+          this.grants.learn(s.sent, this.checkedAt);
+          if (!(await this.send(s, text))) return;
         }
-        if (!s.res.destroyed) s.res.write(`event: ping\ndata: {"head":${this.head}}\n\n`);
+        if (!(await this.send(s, `event: ping\ndata: {"head":${this.head}}\n\n`))) return;
       } while (s.again);
     } catch {
       s.res.destroy();
@@ -244,11 +315,40 @@ export class EdgeHub {
     }
   }
 
+  /** Writes to a stream, waiting for it to drain; false once the stream is gone (dropped if it stays full). */
+  private send(s: Stream, text: string): Promise<boolean> {
+    const res = s.res;
+    if (res.destroyed) return Promise.resolve(false);
+    if (res.write(text)) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        res.off('drain', onDrain);
+        res.off('close', onClose);
+        resolve(ok);
+      };
+      const onDrain = () => done(true);
+      const onClose = () => done(false);
+      const timer = setTimeout(() => {
+        res.destroy();
+        done(false);
+      }, this.drainMs);
+      timer.unref();
+      res.on('drain', onDrain);
+      res.on('close', onClose);
+    });
+  }
+
+  /** The open feed streams and the bytes each holds unsent (for operators and tests). */
+  feedStreams(): Array<{ edge: string; sent: number; buffered: number }> {
+    return [...this.streams].map((s) => ({ edge: s.edgeId, sent: s.sent, buffered: s.res.writableLength }));
+  }
+
   // ---- changes waiting for edges -------------------------------------------------
 
   /** Resolves once every live edge, whichever origin it follows, has applied `seq`. */
   publish(seq: number): Promise<void> {
-    if (seq > this.head) this.head = seq;
+    this.grants.learn(seq, mono());
     for (const s of this.streams) void this.pump(s);
     if (this.closed) return Promise.resolve();
     return new Promise<void>((resolve) => {
@@ -297,8 +397,9 @@ export class EdgeHub {
 
   /**
    * Answers the waiters nothing holds back any more. An edge holds a change back while it
-   * has not acknowledged it and is live: heard by this origin within a lease (memory), or
-   * live in the table. A quiet edge whose row is not yet `lapsed` is marked first.
+   * has not acknowledged it and is live: a lease granted by this origin is running (memory),
+   * or it is live in the table. An edge whose lease ran out and whose row is not yet
+   * `lapsed` is marked first.
    */
   private settle(): void {
     if (this.closed) return;
@@ -316,9 +417,9 @@ export class EdgeHub {
       for (const e of this.edges.values()) {
         const row = this.rows.get(e.id);
         if (e.acked >= w.seq || (row && row.acked_seq >= w.seq)) continue;
-        if (at - e.lastHeard < this.leaseMs) {
+        if (at < e.leaseEnd) {
           blocked = true;
-          next = Math.min(next, e.lastHeard + this.leaseMs);
+          next = Math.min(next, e.leaseEnd);
         } else if (row && this.rowLive(row, wall)) {
           blocked = remoteWait = true;
         } else if (row && row.state !== 'lapsed') {
@@ -379,45 +480,58 @@ export class EdgeHub {
   // ---- acknowledgements ---------------------------------------------------------------
 
   /**
-   * Records an acknowledgement and answers whether the edge holds a lease. It settles waiting
-   * changes at once; the lease is granted only from the row as written: `caught_up`, or
-   * `behind` with everything up to the head read after the write applied.
+   * Records an acknowledgement and answers whether the edge holds a lease, and for how long.
+   * It settles waiting changes at once. The length is bounded by how long this origin has
+   * known of events the edge has not applied (lease-grant.ts); the lease is granted only from the
+   * row as written: `caught_up`, or `behind` with everything up to the head read after the
+   * write applied.
    */
-  async ack(edgeId: string, seq: number): Promise<{ lease: boolean; head: number }> {
+  async ack(edgeId: string, seq: number): Promise<AckAnswer> {
     const at = mono();
     const wall = Date.now();
     let e = this.edges.get(edgeId);
     if (!e) {
-      e = { id: edgeId, lastHeard: at, acked: seq };
+      e = { id: edgeId, lastHeard: at, leaseEnd: 0, acked: seq };
       this.edges.set(edgeId, e);
     }
     e.lastHeard = at;
     if (seq > e.acked) e.acked = seq;
+    this.lastAck = at;
+    this.schedulePoll();
     this.settle();
-    if (this.closed) return { lease: false, head: this.head };
+    const none = (): AckAnswer => ({ lease: false, lease_ms: 0, head: this.head });
+    if (this.closed) return none();
+    try {
+      // A head this origin has not looked at lately could hide events the edge lacks.
+      while (this.checkedAt < at - this.freshMs) await this.readHead();
+    } catch (err) {
+      this.onError('reading the event log', err);
+      return none();
+    }
+    const grant = this.grants.grant(seq, at);
+    e.leaseEnd = Math.max(e.leaseEnd, at + grant);
     let row: EdgeLease;
     try {
-      row = await this.record({ edge_id: edgeId, origin_id: this.originId, acked_seq: seq, heard_at: wall, live_until: wall + this.leaseMs });
+      // No lease granted leaves `live_until` where it was (the store keeps the larger).
+      row = await this.record({ edge_id: edgeId, origin_id: this.originId, acked_seq: seq, heard_at: wall, live_until: grant > 0 ? wall + grant : 0 });
     } catch (err) {
       this.onError('recording an acknowledgement', err);
-      return { lease: false, head: this.head };
+      return none();
     }
-    if (row.state === 'caught_up') return { lease: true, head: this.head };
+    const granted = (): AckAnswer => (grant > 0 ? { lease: true, lease_ms: grant, head: this.head } : none());
+    if (row.state === 'caught_up') return granted();
     try {
       // Read after the row was written: a change answered without this edge is at or below it.
-      const head = await this.meta.lastEventSeq();
-      if (head > this.head) {
-        this.head = head;
-        for (const s of this.streams) if (s.sent < head) void this.pump(s);
-      }
-      if (row.acked_seq >= head && (await this.meta.markEdgeCaughtUp(edgeId, row.version))) {
+      const written = mono();
+      while (this.checkedAt < written) await this.readHead();
+      if (row.acked_seq >= this.head && (await this.meta.markEdgeCaughtUp(edgeId, row.version))) {
         this.rows.set(edgeId, { ...row, state: 'caught_up', version: row.version + 1 });
-        return { lease: true, head };
+        return granted();
       }
-      return { lease: false, head };
+      return none();
     } catch (err) {
       this.onError('catching an edge up', err);
-      return { lease: false, head: this.head };
+      return none();
     }
   }
 

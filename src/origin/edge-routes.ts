@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { errors } from '../core/errors.js';
 import type { StoredFile } from '../core/ports.js';
 import type { CofferService } from '../service/service.js';
-import { ROOT_CONTEXT, fileEventData, folderEventData } from '../service/records.js';
+import { ROOT_CONTEXT, chainIsComplete, fileEventData, folderEventData } from '../service/records.js';
 import type { EdgeHub } from './edge-hub.js';
 
 const digest = (v: string) => createHash('sha256').update(v).digest();
@@ -66,7 +66,10 @@ function edgeRoutes(app: FastifyInstance, service: CofferService, hub: EdgeHub, 
     const file = ID.test(id) ? await service.meta.read.getFile(id) : undefined;
     if (!file || file.status !== 'ready') throw errors.notFound('No such file.');
     const chain = file.folder_id ? await service.meta.read.folderChain(file.folder_id) : [];
-    return { file: edgeFile(file), folders: chain.map(folderEventData), seq: hub.headSeq };
+    // A chain cut short (or a folder gone) hides what lies above: the edge is told Private.
+    const complete = file.folder_id === null || (chain.length > 0 && chainIsComplete(chain));
+    const record = complete ? edgeFile(file) : { ...edgeFile(file), visibility: 'Private' as const };
+    return { file: record, folders: chain.map(folderEventData), seq: hub.headSeq };
   });
 
   app.get('/_edge/blob/:id', { schema: hidden }, async (request, reply) => {

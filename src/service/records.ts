@@ -14,12 +14,15 @@ export interface FolderContext {
 
 export const ROOT_CONTEXT: FolderContext = { path: '', visibility: 'Public' };
 
-/** `chain` is the folder and its ancestors, nearest first. */
+/** Whether a chain (nearest first) reaches the root; one cut short by the store's depth cap does not. */
+export const chainIsComplete = (chain: StoredFolder[]): boolean => chain.length === 0 || chain[chain.length - 1]!.parent_id === null;
+
+/** `chain` is the folder and its ancestors, nearest first. A chain cut short fails closed: Private. */
 export function contextOfChain(chain: StoredFolder[]): FolderContext {
   if (chain.length === 0) return ROOT_CONTEXT;
   return {
     path: '/' + chain.map((f) => f.name).reverse().join('/'),
-    visibility: effectiveVisibility('Public', chain.map((f) => f.visibility)),
+    visibility: chainIsComplete(chain) ? effectiveVisibility('Public', chain.map((f) => f.visibility)) : 'Private',
   };
 }
 

@@ -8,7 +8,8 @@ import { errors, isCofferError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { nameKey, validateName } from '../core/names.js';
 import { parseFileType, parseVisibility, isoTime, type FileType } from '../core/records.js';
-import { CHUNK_SIZE, checkDeclaredSize, checkPartNumber, expectedPartSize, missingParts, partCount } from '../core/upload.js';
+import { isSendableContentType } from '../core/file-types.js';
+import { CHUNK_SIZE, MAX_FOLDER_DEPTH, checkDeclaredSize, checkPartNumber, expectedPartSize, missingParts, partCount } from '../core/upload.js';
 import { DEFAULT_EXPIRY_SECONDS, MAX_EXPIRY_SECONDS, deliveryPath, signPath } from '../core/signing.js';
 import { nodeHmac } from '../core/hmac-node.js';
 import type {
@@ -20,7 +21,7 @@ import type {
   DownloadResponse, FileRecord, FolderRecord, InitiateUploadRequest, ListRequest, ListResponse, SearchRequest, SearchResponse,
   UpdateFileRequest, UpdateFolderRequest, UploadPartResponse, UploadSession, UploadStatusResponse,
 } from '../core/api.js';
-import { ROOT_CONTEXT, childContext, contextOfChain, fileEventData, fileRecord, folderEventData, folderRecord, type FolderContext } from './records.js';
+import { ROOT_CONTEXT, chainIsComplete, childContext, contextOfChain, fileEventData, fileRecord, folderEventData, folderRecord, type FolderContext } from './records.js';
 import { cursorScope, decodeCursor, encodeCursor } from './cursor.js';
 import { BufferedPartWriter, DiscardingPartWriter } from './part-writers.js';
 
@@ -77,7 +78,6 @@ export interface Session {
 /** The key a session is stored under: its token's SHA-256, never the token. */
 export const sessionTokenHash = (token: string): string => createHash('sha256').update(token).digest('hex');
 
-const CONTENT_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"\\\r\n]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
 const COMPLETE_ATTEMPTS = 3;
 
 function checkLimit(limit: number | undefined): number {
@@ -113,6 +113,11 @@ export class CofferService {
 
   private async folderContext(tx: MetadataTx, folderId: string | null): Promise<FolderContext> {
     return folderId === null ? ROOT_CONTEXT : contextOfChain(await tx.folderChain(folderId));
+  }
+
+  /** A folder placed under `parentChain` with `height` levels below it must not sit deeper than MAX_FOLDER_DEPTH. */
+  private checkDepth(parentChain: StoredFolder[], height: number): void {
+    if (!chainIsComplete(parentChain) || parentChain.length + 1 + height > MAX_FOLDER_DEPTH) throw errors.folderTooDeep(MAX_FOLDER_DEPTH);
   }
 
   private async requireFolder(tx: MetadataTx, folderId: string, field = 'folder_id', lock?: RowLock): Promise<StoredFolder> {
@@ -151,7 +156,10 @@ export class CofferService {
     const fileType = parseFileType(req.file_type);
     let contentType: string;
     if (req.content_type !== undefined) {
-      if (!CONTENT_TYPE.test(req.content_type)) throw errors.invalidField('invalid_content_type', 'content_type', '"content_type" must be a media type such as "image/png".');
+      // Stored as given and sent back as a header at every delivery: it must be one that can be.
+      if (!isSendableContentType(req.content_type)) {
+        throw errors.invalidField('invalid_content_type', 'content_type', '"content_type" must be a media type such as "image/png" or "text/plain; charset=utf-8": ASCII token characters, no control characters.');
+      }
       contentType = req.content_type;
     } else {
       contentType = mime.getType(name) ?? 'application/octet-stream';
@@ -530,7 +538,10 @@ export class CofferService {
     const parentId = req.parent_id ?? null;
     const { record, seq } = await this.meta.transaction(async (tx) => {
       await tx.lockFolderTree();
-      if (parentId !== null) await this.requireFolder(tx, parentId, 'parent_id');
+      if (parentId !== null) {
+        await this.requireFolder(tx, parentId, 'parent_id');
+        this.checkDepth(await tx.folderChain(parentId), 0);
+      }
       const name = validateName(req.name);
       const existing = await tx.findFolderByName(parentId, name);
       if (existing) throw errors.folderExists(name, existing.id);
@@ -560,6 +571,8 @@ export class CofferService {
           await this.requireFolder(tx, parentId, 'parent_id');
           const chain = await tx.folderChain(parentId);
           if (chain.some((f) => f.id === folder.id)) throw errors.cycle();
+          // Every folder of the moved subtree must stay within the limit.
+          if (parentId !== folder.parent_id) this.checkDepth(chain, await tx.folderHeight(folder.id, MAX_FOLDER_DEPTH));
         }
       }
       let name = folder.name;
@@ -662,7 +675,8 @@ export class CofferService {
     const context = contextOfChain(chain);
     // Breadcrumbs from the top folder down to this one.
     const breadcrumbs: FolderRecord[] = [];
-    let parent = ROOT_CONTEXT;
+    // Above a chain cut short lies something unseen: fail closed.
+    let parent: FolderContext = chainIsComplete(chain) ? ROOT_CONTEXT : { path: '/…', visibility: 'Private' };
     for (const f of [...chain].reverse()) {
       breadcrumbs.push(folderRecord(f, parent));
       parent = childContext(f, parent);

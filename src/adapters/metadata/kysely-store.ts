@@ -5,6 +5,7 @@ import { Migrator, sql, type Kysely, type Transaction } from 'kysely';
 import type {
   BlobToDelete, EdgeAck, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
 } from '../../core/ports.js';
+import { MAX_FOLDER_DEPTH } from '../../core/upload.js';
 import { CofferMigrations } from './migrations.js';
 import type { Database } from './schema.js';
 
@@ -68,13 +69,14 @@ export class KyselyTx implements MetadataTx {
   async folderChain(id: string): Promise<StoredFolder[]> {
     // PostgreSQL types the recursive column from this seed: text in the ids' collation.
     const seed = this.dialect === 'postgres' ? sql<string>`cast(${id} as text) collate "C"` : sql<string>`${id}`;
+    // At most MAX_FOLDER_DEPTH folders: a longer chain comes back cut short (its last folder has a parent).
     const rows = await this.db
       .withRecursive('chain(id, depth)', (qb) =>
         qb.selectNoFrom([seed.as('id'), sql<number>`0`.as('depth')]).unionAll((qb2) =>
           qb2.selectFrom('folders').innerJoin('chain', 'chain.id', 'folders.id')
             .where('folders.parent_id', 'is not', null)
             .select([sql<string>`folders.parent_id`.as('id'), sql<number>`chain.depth + 1`.as('depth')])
-            .where('chain.depth', '<', 10_000)))
+            .where('chain.depth', '<', MAX_FOLDER_DEPTH - 1)))
       .selectFrom('chain')
       .innerJoin('folders', 'folders.id', 'chain.id')
       .selectAll('folders')
@@ -105,6 +107,17 @@ export class KyselyTx implements MetadataTx {
           qb2.selectFrom('folders').innerJoin('tree', 'tree.id', 'folders.parent_id').select('folders.id')))
       .selectFrom('tree').select('id').execute();
     return rows.map((r) => r.id);
+  }
+
+  async folderHeight(id: string, limit: number): Promise<number> {
+    const row = await this.db
+      .withRecursive('tree(id, depth)', (qb) =>
+        qb.selectFrom('folders').select(['id', sql<number>`1`.as('depth')]).where('parent_id', '=', id).unionAll((qb2) =>
+          qb2.selectFrom('folders').innerJoin('tree', 'tree.id', 'folders.parent_id')
+            .select(['folders.id', sql<number>`tree.depth + 1`.as('depth')])
+            .where('tree.depth', '<', limit)))
+      .selectFrom('tree').select((eb) => eb.fn.max('depth').as('height')).executeTakeFirst();
+    return Number(row?.height ?? 0);
   }
 
   async countChildren(folderId: string) {

@@ -15,6 +15,7 @@ import { registerSessionRoutes } from './session-routes.js';
 import { DEFAULT_PLAYGROUND_DIR, registerPlayground } from './playground.js';
 import { readChunkBody } from './chunk-body.js';
 import { RateLimiter } from './rate-limit.js';
+import { accessOf, defaultAccess, requireAccessDeclarations, undeclared, type DeclaredRoute } from './access.js';
 import type { Endpoint } from './routes/endpoint.js';
 import type { EdgeHub } from './edge-hub.js';
 import { registerEdgeRoutes } from './edge-routes.js';
@@ -39,6 +40,10 @@ export interface OriginAppOptions {
   sessionTtlSeconds?: number;
   /** The Playground's build; by default dist/playground next to the compiled origin. */
   playgroundDir?: string;
+  /** Milliseconds a client may take to send its headers (default 30 s). */
+  headersTimeoutMs?: number;
+  /** Milliseconds a connection may make no progress, reading a body or writing an answer, before it is dropped (default 30 s). */
+  idleTimeoutMs?: number;
 }
 
 const ENDPOINTS: Endpoint[] = [
@@ -102,6 +107,7 @@ function sendError(reply: FastifyReply, err: CofferError): FastifyReply {
 const partWriters = new WeakMap<FastifyRequest, PartWriter>();
 
 export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyInstance> {
+  const headersTimeoutMs = opts.headersTimeoutMs ?? 30_000;
   const app = Fastify({
     logger: {
       level: opts.logLevel ?? 'info',
@@ -117,6 +123,9 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     } as any,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
     bodyLimit: JSON_BODY_LIMIT,
+    // A stalled client is dropped: headers within the bound, then no idle stretch longer than the other.
+    http: { headersTimeout: headersTimeoutMs, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeoutMs / 4))) },
+    connectionTimeout: opts.idleTimeoutMs ?? 30_000,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(given) ? given : randomBytes(8).toString('hex');
@@ -132,6 +141,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   });
   // Only JSON is a body here: without this, text/plain would be parsed and answered 400, not 415.
   app.removeContentTypeParser('text/plain');
+  app.decorate('declaredRoutes', requireAccessDeclarations(app));
 
   const authenticate = requestAuthenticator(opts.accessKey, opts.service);
   const limiter = new RateLimiter(opts.rateLimit);
@@ -148,13 +158,33 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
       reply.header('Connection', 'close');
       throw errors.unavailable('The service is shutting down; try again in a moment.');
     }
-    const path = request.url.split('?', 1)[0]!;
-    const api = path.startsWith('/collections/');
-    // Sign-in shares the limit, so it slows guessing the key as much as the Bearer path does.
-    if (!api && path !== '/session' && !path.startsWith('/session/')) return;
-    const wait = limiter.take(request.ip);
-    if (wait > 0) throw errors.rateLimited(wait);
-    if (api) await authenticate({ authorization: request.headers.authorization, cookie: request.headers.cookie, csrf: request.headers[CSRF_HEADER] });
+    // Decided by the route the router matched, never by how the path was spelled.
+    const access = accessOf(request);
+    switch (access) {
+      case undefined:
+        if (!request.is404) throw undeclared();
+        return;
+      case 'public':
+      case 'edge':
+      case 'session':
+        return;
+      case 'sign-in':
+      case 'api': {
+        // Sign-in shares the limit, so it slows guessing the key as much as the Bearer path does.
+        try {
+          const wait = limiter.take(request.ip);
+          if (wait > 0) throw errors.rateLimited(wait);
+          if (access === 'api') await authenticate({ authorization: request.headers.authorization, cookie: request.headers.cookie, csrf: request.headers[CSRF_HEADER] });
+        } catch (err) {
+          // The body is never read: the connection closes with the answer instead of waiting for it.
+          reply.header('Connection', 'close');
+          throw err;
+        }
+        return;
+      }
+      default:
+        throw undeclared();
+    }
   });
 
   app.addHook('onResponse', async (request, reply) => {
@@ -192,9 +222,13 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     },
   });
 
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { docExpansion: 'list', defaultModelsExpandDepth: 0 } });
+  app.get('/healthz', { schema: { hide: true }, config: { access: 'public' } }, async () => ({ status: 'ok' }));
+  app.get('/openapi.json', { schema: { hide: true }, config: { access: 'public' } }, async () => app.swagger());
+  // The reference page's routes come from the plugin: declared public for the whole scope.
+  await app.register(async (scope) => {
+    defaultAccess(scope, 'public');
+    await scope.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { docExpansion: 'list', defaultModelsExpandDepth: 0 } });
+  });
 
   const service = opts.service;
   await registerSessionRoutes(app, service, {
@@ -204,6 +238,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   if (opts.edges) await registerEdgeRoutes(app, service, opts.edges.hub, opts.edges.tokens);
   for (const e of ENDPOINTS) {
     app.post(e.path, {
+      config: { access: 'api' },
       schema: { summary: e.summary, description: e.description, tags: [e.tag], body: e.body, response: { 200: e.response, ...ERROR_RESPONSES } },
       handler: async (request) => e.handle(service, request.body as never),
     });
@@ -220,6 +255,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
       return body.fields;
     });
     scope.post('/collections/upload/file-progress', {
+      config: { access: 'api' },
       bodyLimit: CHUNK_BODY_LIMIT,
       schema: {
         summary: 'Upload one chunk',
@@ -241,3 +277,10 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
 }
 
 const INVALID_BASE64 = Symbol('invalidBase64');
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every route with who may call it, filled in when the app is ready. */
+    declaredRoutes: DeclaredRoute[];
+  }
+}

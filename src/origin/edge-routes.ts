@@ -36,8 +36,9 @@ function edgeRoutes(app: FastifyInstance, service: CofferService, hub: EdgeHub, 
   const check = edgeTokenChecker(tokens);
   app.addHook('onRequest', async (request) => check(request.headers.authorization));
   const hidden = { hide: true };
+  const edge = { access: 'edge' as const };
 
-  app.get('/_edge/feed', { schema: hidden }, (request, reply) => {
+  app.get('/_edge/feed', { schema: hidden, config: edge }, (request, reply) => {
     const q = request.query as Record<string, string | undefined>;
     const after = Number(q.after ?? 0);
     const edge = q.edge ?? '';
@@ -46,7 +47,7 @@ function edgeRoutes(app: FastifyInstance, service: CofferService, hub: EdgeHub, 
     hub.attach(edge, after, reply.raw);
   });
 
-  app.post('/_edge/ack', { schema: hidden }, async (request) => {
+  app.post('/_edge/ack', { schema: hidden, config: edge }, async (request) => {
     const body = request.body as { edge?: unknown; seq?: unknown } | undefined;
     if (!body || typeof body.edge !== 'string' || !ID.test(body.edge) || typeof body.seq !== 'number' || !Number.isSafeInteger(body.seq)) {
       throw errors.invalidRequest('ack needs {"edge": id, "seq": n}.');
@@ -54,14 +55,14 @@ function edgeRoutes(app: FastifyInstance, service: CofferService, hub: EdgeHub, 
     return await hub.ack(body.edge, body.seq);
   });
 
-  app.get('/_edge/snapshot', { schema: hidden }, async () => {
+  app.get('/_edge/snapshot', { schema: hidden, config: edge }, async () => {
     // The sequence is read first: anything newer is replayed from the feed, and replay is idempotent.
     const seq = await service.meta.lastEventSeq();
     const [folders, files] = await Promise.all([service.meta.allFolders(), service.meta.allReadyFiles()]);
     return { seq, folders: folders.map(folderEventData), files: files.map(edgeFile) };
   });
 
-  app.get('/_edge/file/:id', { schema: hidden }, async (request) => {
+  app.get('/_edge/file/:id', { schema: hidden, config: edge }, async (request) => {
     const { id } = request.params as { id: string };
     const file = ID.test(id) ? await service.meta.read.getFile(id) : undefined;
     if (!file || file.status !== 'ready') throw errors.notFound('No such file.');
@@ -72,7 +73,7 @@ function edgeRoutes(app: FastifyInstance, service: CofferService, hub: EdgeHub, 
     return { file: record, folders: chain.map(folderEventData), seq: hub.headSeq };
   });
 
-  app.get('/_edge/blob/:id', { schema: hidden }, async (request, reply) => {
+  app.get('/_edge/blob/:id', { schema: hidden, config: edge }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const file = ID.test(id) ? await service.meta.read.getFile(id) : undefined;
     if (!file || file.status !== 'ready') throw errors.notFound('No such file.');

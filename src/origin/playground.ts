@@ -105,6 +105,7 @@ export async function registerPlayground(app: FastifyInstance, opts: PlaygroundO
   };
 
   app.route({
+    config: { access: 'public' },
     method: ['GET', 'HEAD'],
     url: '/',
     schema: { hide: true },
@@ -122,6 +123,7 @@ export async function registerPlayground(app: FastifyInstance, opts: PlaygroundO
   });
 
   app.route({
+    config: { access: 'public' },
     method: ['GET', 'HEAD'],
     url: '/assets/*',
     schema: { hide: true },

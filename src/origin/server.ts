@@ -55,7 +55,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
   const edgeTokens = config.edgeTokens.length > 0 ? config.edgeTokens : credentials.signingSecrets.map((s) => deriveEdgeToken(s, nodeHmac));
   const app = await buildOriginApp({
     service, accessKey: credentials.accessKey, baseUrl: config.baseUrl, rateLimit: config.rateLimit, logLevel: config.logLevel,
-    sessionTtlSeconds: config.sessionTtl,
+    sessionTtlSeconds: config.sessionTtl, headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs,
     ...(opts.logStream ? { logStream: opts.logStream } : {}),
     ...(opts.playgroundDir ? { playgroundDir: opts.playgroundDir } : {}),
     edges: { hub, tokens: edgeTokens },

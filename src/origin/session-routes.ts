@@ -47,6 +47,7 @@ export async function registerSessionRoutes(app: FastifyInstance, service: Coffe
   const errorResponses = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, opts.errorResponses[s]]));
 
   app.post('/session', {
+    config: { access: 'sign-in' },
     schema: {
       summary: 'Sign in',
       description: 'Exchanges the access key for a session: an HttpOnly, SameSite=Strict cookie named coffer_session (Secure under HTTPS) '
@@ -69,6 +70,7 @@ export async function registerSessionRoutes(app: FastifyInstance, service: Coffe
   });
 
   app.get('/session', {
+    config: { access: 'session' },
     schema: {
       summary: 'The current session',
       description: 'The CSRF token and expiry of the session the cookie names; 401 when there is none (never signed in, signed out or expired).',
@@ -82,6 +84,7 @@ export async function registerSessionRoutes(app: FastifyInstance, service: Coffe
   // Checked when the headers arrive, before the body, as the Bearer key is on /collections/*.
   const ending = new WeakMap<FastifyRequest, string>();
   app.post('/session/end', {
+    config: { access: 'session' },
     schema: {
       summary: 'Sign out',
       description: 'Ends the session on the server, so its cookie is refused from then on even if replayed, and clears the cookie. Needs the cookie and X-CSRF-Token.',

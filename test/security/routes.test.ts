@@ -50,7 +50,9 @@ export function spellings(path: string): string[] {
   out.add(path.replace(/\//g, '//'));
   out.add(`${path}/`);
   out.add(`${path}//`);
-  const [, first, rest] = /^(\/[^/]*)(.*)$/.exec(path)!;
+  const m = /^(\/[^/]*)(.*)$/.exec(path)!;
+  const first = m[1]!;
+  const rest = m[2]!;
   out.add(`${first}/.${rest}`);
   out.add(`/./${path.slice(1)}`);
   out.add(`/x/..${path}`);
@@ -116,7 +118,7 @@ describe('route enumeration', () => {
     for (const route of guarded) {
       const path = route.url.replace(':id', fileId);
       for (const target of spellings(path)) {
-        for (const headers of [{}, { authorization: 'Bearer wrong-key' }, { cookie: 'coffer_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }]) {
+        for (const headers of [{} as Record<string, string>, { authorization: 'Bearer wrong-key' }, { cookie: 'coffer_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }]) {
           const a = await raw(o.origin.port, route.method, target, headers);
           sent++;
           if (!refused(a)) failures.push(`${route.method} ${target} ${JSON.stringify(headers)} → ${a.status} ${a.body.slice(0, 120)}`);

@@ -51,6 +51,7 @@ export interface SignedPath {
 }
 
 function signedPairs(opts: SignOptions): { pairs: Array<[string, string]>; expires: number } {
+  if (!(opts.expiresIn >= 1 && opts.expiresIn <= MAX_EXPIRY_SECONDS)) throw new RangeError(`A link lives from 1 to ${MAX_EXPIRY_SECONDS} seconds, not ${opts.expiresIn}.`);
   const now = opts.now ?? Math.floor(Date.now() / 1000);
   const expires = now + Math.floor(opts.expiresIn);
   const pairs: Array<[string, string]> = [[EXPIRES_PARAM, String(expires)]];
@@ -132,14 +133,18 @@ export function verifyLink(path: string, rawQuery: string, secrets: readonly str
   if (sigs.length !== 1 || expiresValues.length !== 1) return { kind: 'invalid' };
   const expiresText = expiresValues[0]![1];
   if (!/^\d{1,15}$/.test(expiresText)) return { kind: 'invalid' };
-  const given = base64UrlToBytes(sigs[0]![1]);
-  if (given === null || given.length !== 32) return { kind: 'invalid' };
+  const sigText = sigs[0]![1];
+  const given = base64UrlToBytes(sigText);
+  // One spelling only: the unused low bits of the last character must be zero, as the signer writes them.
+  if (given === null || given.length !== 32 || bytesToBase64Url(given) !== sigText) return { kind: 'invalid' };
   const message = stringToSign(path, pairs);
   let ok = false;
   // Try every secret without stopping early, so timing says nothing about which matched.
   for (const secret of secrets) ok = constantTimeEqual(hmac(secret, message), given) || ok;
   if (!ok) return { kind: 'invalid' };
   const expires = Number(expiresText);
+  // No signer issues a link for longer than a day: one that claims to be is refused, however it was made.
+  if (expires > nowSeconds + MAX_EXPIRY_SECONDS + LINK_CLOCK_SKEW_SECONDS) return { kind: 'invalid' };
   if (nowSeconds > expires) return { kind: 'expired', expires };
   return { kind: 'valid', expires, download };
 }

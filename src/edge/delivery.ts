@@ -2,7 +2,8 @@
  * The delivery decision of contract §7 and the headers of an answer, kept free of Node's
  * HTTP types so the same rules can run wherever an edge runs.
  */
-import { verifyLink, type HmacSha256, type LinkCheck } from '../core/signing.js';
+import { LINK_CLOCK_SKEW_SECONDS, MAX_EXPIRY_SECONDS, verifyLink, type HmacSha256, type LinkCheck } from '../core/signing.js';
+import { isSendableContentType } from '../core/file-types.js';
 import type { Visibility } from '../core/records.js';
 import type { EdgeFile } from './state.js';
 
@@ -40,6 +41,7 @@ export class LinkChecker {
     const key = `${path}?${query}`;
     const known = this.good.get(key);
     if (known) {
+      if (known.expires > nowSeconds + MAX_EXPIRY_SECONDS + LINK_CLOCK_SKEW_SECONDS) return { kind: 'invalid' };
       return nowSeconds > known.expires ? { kind: 'expired', expires: known.expires } : { kind: 'valid', expires: known.expires, download: known.download };
     }
     const result = verifyLink(path, query, this.secrets, nowSeconds, this.hmac);
@@ -75,9 +77,19 @@ export function decide(
   }
 }
 
-// Content a browser would run if shown inline on the delivery origin.
-const ACTIVE = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml|[a-z]+\/[a-z0-9.+-]*\+xml|text\/javascript|application\/javascript|application\/x-javascript)\b/i;
-export const isActiveContent = (contentType: string): boolean => ACTIVE.test(contentType.trim());
+// Shown inline: media a browser renders without running anything. Everything else, HTML, SVG,
+// XML, scripts and types nobody listed (multipart/x-mixed-replace among them), is an attachment.
+const INLINE = /^(image\/(png|jpeg|gif|webp|avif|bmp|x-icon|vnd\.microsoft\.icon|apng|tiff)|audio\/[a-z0-9.+-]+|video\/[a-z0-9.+-]+|application\/pdf|text\/plain|text\/csv|application\/json)$/;
+
+/** The media type alone, lower-cased: parameters never decide how a file is shown. */
+const mediaType = (contentType: string): string => contentType.split(';', 1)[0]!.trim().toLowerCase();
+
+/** Whether a type may be shown inline on the delivery origin; anything else goes as an attachment with a sandbox. */
+export const isInlineSafe = (contentType: string): boolean => INLINE.test(mediaType(contentType));
+export const isActiveContent = (contentType: string): boolean => !isInlineSafe(contentType);
+
+/** The type sent for a stored one: a value that could not be sent as a header becomes plain bytes. */
+export const sendableType = (contentType: string): string => (isSendableContentType(contentType) ? contentType : 'application/octet-stream');
 
 /** RFC 6266: a plain ASCII `filename` for old clients and the exact name as `filename*`. */
 export function contentDisposition(name: string, attachment: boolean): string {

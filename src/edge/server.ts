@@ -14,7 +14,7 @@ import { nodeHmac } from '../core/hmac-node.js';
 import type { Visibility } from '../core/records.js';
 import { EdgeCache, type BlobSource, type CachedBytes } from './cache.js';
 import { fetchBlobRaw } from './blob-fetch.js';
-import { LinkChecker, contentDisposition, decide, isActiveContent, notModified, parseRange, parseTarget, type ByteRange } from './delivery.js';
+import { LinkChecker, contentDisposition, decide, isActiveContent, notModified, sendableType, parseRange, parseTarget, type ByteRange } from './delivery.js';
 import { FeedFollower } from './follower.js';
 import { originClient } from './origin-client.js';
 import { EdgeState, type EdgeFile, type EdgeFolder } from './state.js';
@@ -134,7 +134,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     if (cached) return cached;
     const active = isActiveContent(file.content_type);
     const headers = [
-      'Content-Type', file.content_type,
+      'Content-Type', sendableType(file.content_type),
       'ETag', `"${file.sha256}"`,
       'Last-Modified', new Date(file.completed_at).toUTCString(),
       'Accept-Ranges', 'bytes',

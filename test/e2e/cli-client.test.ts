@@ -408,7 +408,8 @@ describe('coffer link', () => {
     const got = await edgeGet(url);
     expect(got.status).toBe(200);
     expect(got.body.equals(bytes)).toBe(true);
-    expect(got.headers.get('content-disposition')).toMatch(/^inline/);
+    // A .bin is application/octet-stream: not a type shown inline, so an attachment even without --download.
+    expect(got.headers.get('content-disposition')).toMatch(/^attachment/);
     // The unsigned address is refused: the link is what makes it work.
     expect((await edgeGet(file.delivery_url!)).status).toBe(403);
 

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnCoffer, stopAll, type CofferProcess } from '../helpers/processes.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { isInlineSafe } from '../../src/edge/delivery.js';
 
 const LEASE_MS = 1500;
 const MAX_AGE = 120;
@@ -208,7 +209,7 @@ function expectByteHeaders(r: Res, e: Edge, x: BytesExpectation, where: string):
   if (x.signed) expect(cc, where).toBe('private, no-store');
   else expect(cc, where).toBe(e.maxAge === null ? 'public, no-cache' : `public, max-age=${e.maxAge}`);
   const d = parseDisposition(h['content-disposition'], where);
-  expect(d.type, `${where}: ${h['content-disposition']}`).toBe(x.disposition ?? 'inline');
+  expect(d.type, `${where}: ${h['content-disposition']}`).toBe(x.disposition ?? (isInlineSafe(x.file.rec.content_type) ? 'inline' : 'attachment'));
   expect(d.filename, where).toBe(x.name ?? x.file.rec.name);
 }
 

@@ -72,7 +72,8 @@ export class EdgeCache {
   retain(current: ReadonlyMap<string, EdgeFile>): void {
     for (const [id, entry] of this.disk) {
       const file = current.get(id);
-      if (!file || file.sha256 !== entry.sha256) this.drop(id);
+      // A copy cut short (a crash mid-write on a disk that lost it) is never served.
+      if (!file || file.sha256 !== entry.sha256 || file.size !== entry.size) this.drop(id);
     }
   }
 
@@ -151,6 +152,8 @@ export class EdgeCache {
           return fill(chunk);
         });
         if (used > 0) await out.write(batch, 0, used);
+        // Durable before it is kept: a copy that survives a crash is whole.
+        await out.sync();
       } finally {
         await out.close();
       }

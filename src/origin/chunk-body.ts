@@ -9,8 +9,19 @@ import type { PartWriter } from '../core/ports.js';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
-const BASE64_CHAR = /^[A-Za-z0-9+/=_-]$/;
-const SLASH = Buffer.from('/');
+
+/** Hex digit values by byte, -1 for anything else. */
+const HEX_VALUE = new Int8Array(256).fill(-1);
+for (let i = 0; i < 16; i++) HEX_VALUE['0123456789abcdef'.charCodeAt(i)] = i;
+for (let i = 10; i < 16; i++) HEX_VALUE['ABCDEF'.charCodeAt(i - 10)] = i;
+/** The characters either base64 alphabet (and its padding) uses. */
+const IS_BASE64 = new Uint8Array(256);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-') IS_BASE64[c.charCodeAt(0)] = 1;
+/** JSON's one-letter escapes other than \/: valid JSON, but never base64. */
+const IS_SHORT_ESCAPE = new Uint8Array(256);
+for (const c of '"\\bfnrt') IS_SHORT_ESCAPE[c.charCodeAt(0)] = 1;
+/** Characters written as escapes are gathered here and decoded in batches, not one by one. */
+const ESCAPED_BATCH = 4096;
 
 export interface ChunkBody {
   /** The request with `body` as "". */
@@ -176,7 +187,15 @@ export async function readChunkBody(
   let inBody = false;
   // Escape state inside the body string: 0 none, 1 after "\", 2..5 reading \uXXXX digits.
   let bodyEscape = 0;
-  let unicodeDigits = '';
+  let unicodeValue = 0;
+  let unicodeBad = false;
+  const escapedChars = Buffer.allocUnsafe(ESCAPED_BATCH);
+  let escapedLength = 0;
+  const flushEscaped = async () => {
+    const n = escapedLength;
+    escapedLength = 0;
+    await decoder!.feed(escapedChars, 0, n);
+  };
   let isMalformed = false;
 
   try {
@@ -185,6 +204,9 @@ export async function readChunkBody(
       if (total > limit) throw errors.payloadTooLarge(limit);
       let pos = 0;
       let segStart = 0;
+      // -2: not looked for yet in this chunk; -1: none left in it.
+      let nextQuote = -2;
+      let nextBackslash = -2;
       while (pos < chunk.length) {
         if (inBody) {
           if (bodyEscape > 0) {
@@ -193,32 +215,39 @@ export async function readChunkBody(
             if (bodyEscape === 1) {
               if (c === 0x75 /* u */) {
                 bodyEscape = 2;
-                unicodeDigits = '';
+                unicodeValue = 0;
+                unicodeBad = false;
               } else {
                 bodyEscape = 0;
-                if (c === 0x2f /* / */) await decoder!.feed(SLASH, 0, 1);
-                else if ('"\\bfnrt'.includes(String.fromCharCode(c))) decoder!.invalid = true;
+                if (c === 0x2f /* / */) escapedChars[escapedLength++] = c;
+                else if (IS_SHORT_ESCAPE[c]) decoder!.invalid = true;
                 else isMalformed = true;
               }
             } else {
-              unicodeDigits += String.fromCharCode(c);
-              if (unicodeDigits.length === 4) {
+              const digit = HEX_VALUE[c]!;
+              if (digit < 0) unicodeBad = true;
+              unicodeValue = unicodeValue * 16 + digit;
+              if (++bodyEscape === 6) {
                 bodyEscape = 0;
-                if (!/^[0-9a-fA-F]{4}$/.test(unicodeDigits)) isMalformed = true;
-                else {
-                  const ch = String.fromCharCode(parseInt(unicodeDigits, 16));
-                  if (BASE64_CHAR.test(ch)) await decoder!.feed(Buffer.from(ch, 'latin1'), 0, 1);
-                  else decoder!.invalid = true;
-                }
+                if (unicodeBad) isMalformed = true;
+                else if (unicodeValue < 256 && IS_BASE64[unicodeValue]) escapedChars[escapedLength++] = unicodeValue;
+                else decoder!.invalid = true;
               }
             }
+            // An await only once per batch, never per escape.
+            if (escapedLength === ESCAPED_BATCH) await flushEscaped();
             segStart = pos;
             continue;
           }
-          const q = chunk.indexOf(QUOTE, pos);
-          const b = chunk.indexOf(BACKSLASH, pos);
+          // Positions found once per chunk and reused while ahead: a body of many escapes stays linear.
+          if (nextQuote !== -1 && nextQuote < pos) nextQuote = chunk.indexOf(QUOTE, pos);
+          if (nextBackslash !== -1 && nextBackslash < pos) nextBackslash = chunk.indexOf(BACKSLASH, pos);
+          const q = nextQuote;
+          const b = nextBackslash;
           const stop = b >= 0 && (q < 0 || b < q) ? b : q;
           const end = stop < 0 ? chunk.length : stop;
+          // Gathered escapes go out before raw text or the closing quote, not before each next escape.
+          if (escapedLength > 0 && (end > pos || stop !== b)) await flushEscaped();
           if (end > pos) {
             await decoder!.feed(chunk, pos, end);
             // Raw control characters make the JSON itself malformed, not just the base64.

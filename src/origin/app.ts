@@ -10,12 +10,13 @@ import { CofferError, errors, isCofferError } from '../core/errors.js';
 import { ErrorBody, UploadPartRequest, UploadPartResponse } from '../core/api.js';
 import type { PartWriter } from '../core/ports.js';
 import { DEFAULT_SESSION_TTL_SECONDS, type CofferService } from '../service/service.js';
-import { CSRF_HEADER, requestAuthenticator } from './auth.js';
+import { CSRF_HEADER } from './auth/session-cookie.js';
+import { installAuthentication } from './auth/hook.js';
+import { declareScope } from './auth/access.js';
 import { registerSessionRoutes } from './session-routes.js';
 import { DEFAULT_PLAYGROUND_DIR, registerPlayground } from './playground.js';
 import { readChunkBody } from './chunk-body.js';
-import { RateLimiter } from './rate-limit.js';
-import { accessOf, defaultAccess, requireAccessDeclarations, undeclared, type DeclaredRoute } from './access.js';
+import { installRequestTimeouts, timeoutServerOptions } from './request-timeouts.js';
 import type { Endpoint } from './routes/endpoint.js';
 import type { EdgeHub } from './edge-hub.js';
 import { registerEdgeRoutes } from './edge-routes.js';
@@ -104,10 +105,21 @@ function sendError(reply: FastifyReply, err: CofferError): FastifyReply {
   return reply.code(err.status).type('application/json; charset=utf-8').send(err.toBody());
 }
 
-const partWriters = new WeakMap<FastifyRequest, PartWriter>();
+/** What the chunk route's body parser leaves for its handler. */
+interface ChunkPart {
+  writer: PartWriter;
+  invalidBase64: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The part writer the chunk route's parser opened, until the handler commits it; null elsewhere. */
+    chunkPart: ChunkPart | null;
+  }
+}
 
 export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyInstance> {
-  const headersTimeoutMs = opts.headersTimeoutMs ?? 30_000;
+  const timeouts = { headersTimeoutMs: opts.headersTimeoutMs ?? 30_000, idleTimeoutMs: opts.idleTimeoutMs ?? 30_000 };
   const app = Fastify({
     logger: {
       level: opts.logLevel ?? 'info',
@@ -123,9 +135,8 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     } as any,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
     bodyLimit: JSON_BODY_LIMIT,
-    // A stalled client is dropped: headers within the bound, then no idle stretch longer than the other.
-    http: { headersTimeout: headersTimeoutMs, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeoutMs / 4))) },
-    connectionTimeout: opts.idleTimeoutMs ?? 30_000,
+    // A stalled client is dropped: headers within one bound, then no idle stretch longer than the other.
+    ...timeoutServerOptions(timeouts),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(given) ? given : randomBytes(8).toString('hex');
@@ -141,11 +152,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   });
   // Only JSON is a body here: without this, text/plain would be parsed and answered 400, not 415.
   app.removeContentTypeParser('text/plain');
-  app.decorate('declaredRoutes', requireAccessDeclarations(app));
-
-  const authenticate = requestAuthenticator(opts.accessKey, opts.service);
-  const limiter = new RateLimiter(opts.rateLimit);
-  app.addHook('onClose', async () => limiter.close());
+  installRequestTimeouts(app, timeouts);
 
   let closing = false;
   app.addHook('preClose', async () => {
@@ -158,39 +165,12 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
       reply.header('Connection', 'close');
       throw errors.unavailable('The service is shutting down; try again in a moment.');
     }
-    // Decided by the route the router matched, never by how the path was spelled.
-    const access = accessOf(request);
-    switch (access) {
-      case undefined:
-        if (!request.is404) throw undeclared();
-        return;
-      case 'public':
-      case 'edge':
-      case 'session':
-        return;
-      case 'sign-in':
-      case 'api': {
-        // Sign-in shares the limit, so it slows guessing the key as much as the Bearer path does.
-        try {
-          const wait = limiter.take(request.ip);
-          if (wait > 0) throw errors.rateLimited(wait);
-          if (access === 'api') await authenticate({ authorization: request.headers.authorization, cookie: request.headers.cookie, csrf: request.headers[CSRF_HEADER] });
-        } catch (err) {
-          // The body is never read: the connection closes with the answer instead of waiting for it.
-          reply.header('Connection', 'close');
-          throw err;
-        }
-        return;
-      }
-      default:
-        throw undeclared();
-    }
   });
+  // After the shutdown check: decided by the route the router matched, never by how the path was spelled.
+  installAuthentication(app, { accessKey: opts.accessKey, service: opts.service, edgeTokens: opts.edges?.tokens ?? [], rateLimit: opts.rateLimit });
 
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({ method: request.method, url: request.url, status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
-    const writer = partWriters.get(request);
-    if (writer) await writer.discard().catch(() => {});
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -226,7 +206,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   app.get('/openapi.json', { schema: { hide: true }, config: { access: 'public' } }, async () => app.swagger());
   // The reference page's routes come from the plugin: declared public for the whole scope.
   await app.register(async (scope) => {
-    defaultAccess(scope, 'public');
+    declareScope(scope, 'public');
     await scope.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { docExpansion: 'list', defaultModelsExpandDepth: 0 } });
   });
 
@@ -235,7 +215,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     accessKey: opts.accessKey, baseUrl: opts.baseUrl, ttlSeconds: opts.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_SECONDS, errorResponses: ERROR_RESPONSES,
   });
   await registerPlayground(app, { dir: opts.playgroundDir ?? DEFAULT_PLAYGROUND_DIR, cdnUrl: () => service.opts.cdnUrl });
-  if (opts.edges) await registerEdgeRoutes(app, service, opts.edges.hub, opts.edges.tokens);
+  if (opts.edges) await registerEdgeRoutes(app, service, opts.edges.hub);
   for (const e of ENDPOINTS) {
     app.post(e.path, {
       config: { access: 'api' },
@@ -246,12 +226,16 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
 
   // The chunk endpoint reads its body as a stream; it lives in a context of its own parser.
   await app.register(async (scope) => {
+    scope.decorateRequest('chunkPart', null);
+    // A part the handler did not commit (refused, failed, cut off) is discarded, not left half-written.
+    scope.addHook('onResponse', async (request) => {
+      await request.chunkPart?.writer.discard().catch(() => {});
+    });
     scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', async (request: FastifyRequest, payload: NodeJS.ReadableStream) => {
       const length = request.headers['content-length'];
       const body = await readChunkBody(payload as AsyncIterable<Buffer>, (fields) => service.openPartWriter(fields), CHUNK_BODY_LIMIT, length === undefined ? undefined : Number(length));
-      if (body.writer) partWriters.set(request, body.writer);
-      if (body.invalidBase64) (request as any)[INVALID_BASE64] = true;
+      if (body.writer) request.chunkPart = { writer: body.writer, invalidBase64: body.invalidBase64 };
       return body.fields;
     });
     scope.post('/collections/upload/file-progress', {
@@ -266,21 +250,12 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
       },
       handler: async (request) => {
         const fields = request.body as { bucket: string; key: string; uploadId: string; fileId: string; partNumber: number };
-        const writer = partWriters.get(request);
-        if (!writer) throw errors.invalidRequest('"body" must be a string.', 'body');
-        return service.uploadPart({ ...fields, writer, invalidBase64: Boolean((request as any)[INVALID_BASE64]) });
+        const part = request.chunkPart;
+        if (!part) throw errors.invalidRequest('"body" must be a string.', 'body');
+        return service.uploadPart({ ...fields, writer: part.writer, invalidBase64: part.invalidBase64 });
       },
     });
   });
 
   return app;
-}
-
-const INVALID_BASE64 = Symbol('invalidBase64');
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Every route with who may call it, filled in when the app is ready. */
-    declaredRoutes: DeclaredRoute[];
-  }
 }

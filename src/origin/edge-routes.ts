@@ -1,9 +1,9 @@
 /**
  * What edges call on the origin, under /_edge/: the event feed, acknowledgements, a
  * snapshot to start from, a file's record for a re-check, and the bytes. Edges present
- * their own credential, never the access key.
+ * their own credential, never the access key; every route here declares `edge`, which the
+ * origin's authentication checks (src/origin/auth/).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { errors } from '../core/errors.js';
 import type { StoredFile } from '../core/ports.js';
@@ -11,30 +11,15 @@ import type { CofferService } from '../service/service.js';
 import { ROOT_CONTEXT, chainIsComplete, fileEventData, folderEventData } from '../service/records.js';
 import type { EdgeHub } from './edge-hub.js';
 
-const digest = (v: string) => createHash('sha256').update(v).digest();
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-export function edgeTokenChecker(tokens: string[]): (header: string | undefined) => void {
-  const expected = tokens.map(digest);
-  return (header) => {
-    const match = header ? /^Bearer ([\x21-\x7e]+)$/i.exec(header.trim()) : null;
-    if (!match) throw errors.unauthorized('Edges send "Authorization: Bearer <EDGE_TOKEN>".');
-    const given = digest(match[1]!);
-    let ok = false;
-    for (const e of expected) ok = timingSafeEqual(given, e) || ok;
-    if (!ok) throw errors.unauthorized('The edge token is not valid.');
-  };
-}
 
 const edgeFile = (f: StoredFile) => fileEventData(f, ROOT_CONTEXT);
 
-export async function registerEdgeRoutes(root: FastifyInstance, service: CofferService, hub: EdgeHub, tokens: string[]): Promise<void> {
-  await root.register(async (app) => edgeRoutes(app, service, hub, tokens));
+export async function registerEdgeRoutes(root: FastifyInstance, service: CofferService, hub: EdgeHub): Promise<void> {
+  await root.register(async (app) => edgeRoutes(app, service, hub));
 }
 
-function edgeRoutes(app: FastifyInstance, service: CofferService, hub: EdgeHub, tokens: string[]): void {
-  const check = edgeTokenChecker(tokens);
-  app.addHook('onRequest', async (request) => check(request.headers.authorization));
+function edgeRoutes(app: FastifyInstance, service: CofferService, hub: EdgeHub): void {
   const hidden = { hide: true };
   const edge = { access: 'edge' as const };
 

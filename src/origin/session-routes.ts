@@ -8,7 +8,8 @@ import { EndSessionRequest, EndSessionResponse, SessionRequest, SessionResponse 
 import { errors } from '../core/errors.js';
 import { isoTime } from '../core/records.js';
 import type { CofferService, Session } from '../service/service.js';
-import { CSRF_HEADER, SESSION_COOKIE, checkCsrf, hasSessionCookie, keyMatcher, sessionToken } from './auth.js';
+import { CSRF_HEADER, SESSION_COOKIE, checkCsrf, hasSessionCookie, sessionToken } from './auth/session-cookie.js';
+import { keyMatcher } from './auth/secrets.js';
 
 export interface SessionRouteOptions {
   accessKey: string;

@@ -1,0 +1,51 @@
+/** The one place requests are authenticated and rate limited: by the declaration of the route that matched. */
+import type { FastifyInstance } from 'fastify';
+import { errors } from '../../core/errors.js';
+import { RateLimiter } from '../rate-limit.js';
+import { RATE_LIMITED, accessOf, requireAccessDeclarations } from './access.js';
+import { authenticator, type AuthenticatorOptions, type Caller } from './caller.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who is calling, once the route's declaration has been checked; null where it asks for no credential. */
+    caller: Caller | null;
+  }
+}
+
+export interface AuthenticationOptions extends AuthenticatorOptions {
+  /** Requests per second per client address on rate-limited routes (bursts of twice that). */
+  rateLimit: number;
+}
+
+/**
+ * Requires every route registered from now on to declare who may call it, and checks each
+ * request against the declaration of the route it matched, before its body is read.
+ */
+export function installAuthentication(app: FastifyInstance, opts: AuthenticationOptions): void {
+  requireAccessDeclarations(app);
+  app.decorateRequest('caller', null);
+  const authenticate = authenticator(opts);
+  // One bucket per client, whatever route or spelling it draws from.
+  const limiter = new RateLimiter(opts.rateLimit);
+  app.addHook('onClose', async () => limiter.close());
+
+  app.addHook('onRequest', async (request, reply) => {
+    const access = accessOf(request);
+    if (access === undefined) {
+      // The not-found handler answers 404 to anyone; a matched route always has a declaration.
+      if (request.is404) return;
+      throw errors.unauthorized('This route is not open to anyone.');
+    }
+    try {
+      if (RATE_LIMITED.has(access)) {
+        const wait = limiter.take(request.ip);
+        if (wait > 0) throw errors.rateLimited(wait);
+      }
+      request.caller = await authenticate(access, request.headers);
+    } catch (err) {
+      // The body is never read: the connection closes with the answer instead of waiting for it.
+      reply.header('Connection', 'close');
+      throw err;
+    }
+  });
+}

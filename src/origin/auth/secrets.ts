@@ -1,0 +1,48 @@
+/** Comparing presented credentials with the configured ones, in constant time. */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { errors } from '../../core/errors.js';
+
+const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
+
+/**
+ * Compares two secrets in constant time: both sides are hashed first, so neither their
+ * contents nor their lengths shape the timing.
+ */
+export const secretsEqual = (given: string, expected: string): boolean => timingSafeEqual(digest(given), digest(expected));
+
+/** Whether a candidate is the access key, in constant time. */
+export function keyMatcher(accessKey: string): (candidate: string) => boolean {
+  const expected = digest(accessKey);
+  return (candidate) => timingSafeEqual(digest(candidate), expected);
+}
+
+/** The credential of "Authorization: Bearer <credential>", or null when the header has another shape. */
+export function bearerOf(header: string): string | null {
+  const match = /^Bearer ([\x21-\x7e]+)$/i.exec(header.trim());
+  return match ? match[1]! : null;
+}
+
+/** Checks an Authorization header against the access key. */
+export function bearerChecker(accessKey: string): (header: string | undefined) => void {
+  const matches = keyMatcher(accessKey);
+  return (header) => {
+    if (header === undefined || header === '') throw errors.unauthorized();
+    const key = bearerOf(header);
+    if (key === null) throw errors.unauthorized('The Authorization header must be "Bearer <ACCESS_KEY>".');
+    if (!matches(key)) throw errors.unauthorized('The access key is not valid.');
+  };
+}
+
+/** Checks an edge's Authorization header against every edge token currently valid (rotation). */
+export function edgeTokenChecker(tokens: string[]): (header: string | undefined) => void {
+  const expected = tokens.map(digest);
+  return (header) => {
+    const token = header ? bearerOf(header) : null;
+    if (token === null) throw errors.unauthorized('Edges send "Authorization: Bearer <EDGE_TOKEN>".');
+    const given = digest(token);
+    let ok = false;
+    // Every token is compared, so the timing does not say which one matched.
+    for (const e of expected) ok = timingSafeEqual(given, e) || ok;
+    if (!ok) throw errors.unauthorized('The edge token is not valid.');
+  };
+}

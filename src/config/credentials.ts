@@ -75,15 +75,18 @@ async function writeStored(path: string, creds: StoredCredentials, create: boole
     await handle.close();
   }
   try {
-    if (!create) {
-      await rename(tmp, path);
-      return true;
+    if (create) {
+      try {
+        await link(tmp, path);
+        return true;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+        // A file system without hard links: replacing is the next best thing.
+        if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].includes((err as NodeJS.ErrnoException).code ?? '')) throw err;
+      }
     }
-    await link(tmp, path);
+    await rename(tmp, path);
     return true;
-  } catch (err) {
-    if (create && (err as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw err;
   } finally {
     await rm(tmp, { force: true });
   }

@@ -271,6 +271,7 @@ async function startCoffer(opts: Options, pin: Pinning | null, workDir: string):
   if (!fs.existsSync(opts.cofferEntry)) throw new Error(`Coffer entry point ${opts.cofferEntry} does not exist; run \`npm run build\` first`);
   const accessKey = randomBytes(24).toString("hex");
   const secret = randomBytes(32).toString("hex");
+  const edgeToken = randomBytes(32).toString("hex");
   const originDir = path.join(workDir, "origin-data");
   const edgeDir = path.join(workDir, "edge-cache");
   fs.mkdirSync(originDir);
@@ -288,6 +289,7 @@ async function startCoffer(opts: Options, pin: Pinning | null, workDir: string):
         COFFER_DATA_DIR: originDir,
         COFFER_ACCESS_KEY: accessKey,
         COFFER_SIGNING_SECRET: secret,
+        COFFER_EDGE_TOKEN: edgeToken,
         COFFER_CDN_URL: "http://cdn.invalid",
         ...opts.envOrigin,
       },
@@ -308,6 +310,7 @@ async function startCoffer(opts: Options, pin: Pinning | null, workDir: string):
         COFFER_HOST: "127.0.0.1",
         COFFER_DATA_DIR: edgeDir,
         COFFER_SIGNING_SECRET: secret,
+        COFFER_EDGE_TOKEN: edgeToken,
         ...opts.envEdge,
       },
     },

@@ -193,6 +193,7 @@ async function startFleet(opts: Options, workDir: string): Promise<Fleet> {
   if (!fs.existsSync(opts.cofferEntry)) throw new Error(`Coffer entry point ${opts.cofferEntry} does not exist; run \`npm run build\` first`);
   const accessKey = randomBytes(24).toString("hex");
   const secret = randomBytes(32).toString("hex");
+  const edgeToken = randomBytes(32).toString("hex");
   const originDir = path.join(workDir, "origin-data");
   fs.mkdirSync(originDir);
   const { child: origin, match: originUrl } = await Child.start(
@@ -207,6 +208,7 @@ async function startFleet(opts: Options, workDir: string): Promise<Fleet> {
         COFFER_DATA_DIR: originDir,
         COFFER_ACCESS_KEY: accessKey,
         COFFER_SIGNING_SECRET: secret,
+        COFFER_EDGE_TOKEN: edgeToken,
         COFFER_CDN_URL: "http://cdn.invalid",
         ...opts.envOrigin,
       },
@@ -238,6 +240,7 @@ async function startFleet(opts: Options, workDir: string): Promise<Fleet> {
         COFFER_HOST: "127.0.0.1",
         COFFER_DATA_DIR: dataDir,
         COFFER_SIGNING_SECRET: secret,
+        COFFER_EDGE_TOKEN: edgeToken,
         COFFER_EDGE_CACHE_BYTES: String(opts.cacheBytes),
         ...opts.envEdge,
       },

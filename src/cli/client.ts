@@ -16,6 +16,7 @@ import { fileFromPath } from '../sdk/node.js';
 import { CREDENTIALS_FILE } from '../config/credentials.js';
 import { formatBytes, formatTime, safeText, table } from './format.js';
 import { Progress } from './progress.js';
+import { pathInside } from './safe-name.js';
 import { ResumeStore, defaultStatePath, resumeKey } from './resume-store.js';
 
 export interface Io {
@@ -444,15 +445,23 @@ function closeStream(stream: WriteStream): Promise<void> {
 async function download(id: string, flags: ClientFlags & { output?: string; force?: boolean }, io: Io): Promise<void> {
   const client = await clientFor(flags, io);
   const file = await client.getFile(id);
-  if (file.status !== 'ready') throw new CliError(`"${file.name}" is still uploading; it can be downloaded once the upload completes.`);
+  const shown = safeText(file.name);
+  if (file.status !== 'ready') throw new CliError(`"${shown}" is still uploading; it can be downloaded once the upload completes.`);
   const toStdout = flags.output === '-';
-  let target = resolve(file.name);
-  // The file's own name is never allowed to replace something unasked; a path given with -o is.
+  // The stored name is data: it only ever picks a plain name inside the target directory.
+  // A path given with -o is the user's own and is taken as it is.
   let named = false;
+  let dir = process.cwd();
   if (flags.output && !toStdout) {
     const st = await stat(flags.output).catch(() => null);
     named = !st?.isDirectory();
-    target = named ? flags.output : join(flags.output, file.name);
+    dir = flags.output;
+  }
+  let target: string;
+  try {
+    target = named ? flags.output! : pathInside(dir, file.name, file.file_id);
+  } catch (err) {
+    throw new CliError((err as Error).message);
   }
   if (!toStdout && !named && !flags.force && (await stat(target).catch(() => null))) {
     throw new CliError(`${target} already exists: pass --force to replace it, or -o PATH to save elsewhere.`);
@@ -462,7 +471,8 @@ async function download(id: string, flags: ClientFlags & { output?: string; forc
   const progress = new Progress(io.stderr, { live: io.stderr.isTTY === true && !toStdout, verb: 'downloaded' });
   const task = progress.start(file.name, file.size);
   const temp = `${target}.coffer-part-${process.pid}`;
-  const out: NodeJS.WritableStream = toStdout ? process.stdout : createWriteStream(temp, { mode: 0o644 });
+  // 'wx': a file or link already at the temporary name is never written through.
+  const out: NodeJS.WritableStream = toStdout ? process.stdout : createWriteStream(temp, { mode: 0o644, flags: 'wx' });
   // A target that cannot be written (no such folder, no permission, a full disk, a closed
   // pipe) is reported as a failure of the command, never as an unhandled stream error.
   let writeError: Error | null = null;
@@ -489,7 +499,7 @@ async function download(id: string, flags: ClientFlags & { output?: string; forc
     checkWrite();
     // A dropped connection continues where it stopped (Range), up to five attempts in all.
     for (let attempt = 1; ; attempt++) {
-      const more = await fetchInto(url, written, file.name, async (chunk) => {
+      const more = await fetchInto(url, written, shown, async (chunk) => {
         hash.update(chunk);
         written += chunk.length;
         checkWrite();
@@ -499,17 +509,17 @@ async function download(id: string, flags: ClientFlags & { output?: string; forc
       }).then(() => null, (err: unknown) => err);
       if (more instanceof CliError) throw more;
       if (more === null && written >= file.size) break;
-      if (attempt >= 5) throw new CliError(`The download of "${file.name}" kept failing${more ? `: ${(more as Error).message}` : ''}. Try again.`);
+      if (attempt >= 5) throw new CliError(`The download of "${shown}" kept failing${more ? `: ${(more as Error).message}` : ''}. Try again.`);
       await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
     }
     if (!toStdout) await closeStream(out as WriteStream).catch(() => undefined);
     checkWrite();
     const sha256 = hash.digest('hex');
     if (written !== file.size || sha256 !== file.sha256) {
-      throw new CliError(`The bytes received for "${file.name}" do not match its stored SHA-256; nothing was saved. Try again.`);
+      throw new CliError(`The bytes received for "${shown}" do not match its stored SHA-256; nothing was saved. Try again.`);
     }
     if (!toStdout) await rename(temp, target);
-    task.done(toStdout ? '' : `to ${target}`);
+    task.done(toStdout ? '' : `to ${safeText(target)}`);
   } catch (err) {
     cleanup();
     throw err;

@@ -5,7 +5,8 @@ import { resolve } from 'node:path';
 import type { startEdge as StartEdge } from '../edge/server.js';
 import type { startOrigin as StartOrigin } from '../origin/server.js';
 import { ConfigError, SETTINGS, flagName, loadConfig, type Config, type SettingName } from '../config/config.js';
-import { CREDENTIALS_FILE } from '../config/credentials.js';
+import { CREDENTIALS_FILE, MISSING_EDGE_TOKEN, type Generated } from '../config/credentials.js';
+import { SERVICE_UMASK, prepareDataDir } from '../config/data-dir.js';
 import { join } from 'node:path';
 import { CofferError } from '../core/errors.js';
 import { CliError, dashIdsAsOperands, registerClientCommands } from './client.js';
@@ -30,10 +31,11 @@ function configFrom(options: Record<string, string | undefined>): Config {
 }
 
 function announce(dataDir: string) {
-  return (generated: Partial<Record<'accessKey' | 'signingSecret', string>>) => {
+  return (generated: Generated) => {
     const lines = [`Generated credentials, saved in ${resolve(dataDir, CREDENTIALS_FILE)} (mode 0600). They are shown only this once:`];
     if (generated.accessKey) lines.push(`  COFFER_ACCESS_KEY=${generated.accessKey}`);
     if (generated.signingSecret) lines.push(`  COFFER_SIGNING_SECRET=${generated.signingSecret}`);
+    if (generated.edgeToken) lines.push(`  COFFER_EDGE_TOKEN=${generated.edgeToken}    (give it to every \`coffer edge\`)`);
     process.stdout.write(lines.join('\n') + '\n');
   };
 }
@@ -60,8 +62,17 @@ function untilSignal(close: () => Promise<void>): void {
 const startOrigin: typeof StartOrigin = async (...args) => (await import('../origin/server.js')).startOrigin(...args);
 const startEdge: typeof StartEdge = async (...args) => (await import('../edge/server.js')).startEdge(...args);
 
+/**
+ * The service's processes create files the owner alone can read, whatever library creates
+ * them (SQLite's -wal and -shm, blobs, cached copies); client commands keep the user's umask.
+ */
+function restrictNewFiles(): void {
+  process.umask(SERVICE_UMASK);
+}
+
 async function runOrigin(options: Record<string, string | undefined>): Promise<void> {
   const config = configFrom(options);
+  restrictNewFiles();
   const origin = await startOrigin(config, { announce: announce(config.dataDir) });
   process.stdout.write(`origin listening on ${origin.url}\n`);
   untilSignal(() => origin.close());
@@ -69,9 +80,11 @@ async function runOrigin(options: Record<string, string | undefined>): Promise<v
 
 async function runServe(options: Record<string, string | undefined>): Promise<void> {
   const config = configFrom(options);
+  restrictNewFiles();
   const origin = await startOrigin(config, { announce: announce(config.dataDir) });
   process.stdout.write(`origin listening on ${origin.url}\n`);
-  const edge = await startEdge({ ...config, signingSecrets: origin.credentials.signingSecrets }, origin.url, { cacheDir: join(config.dataDir, 'edge-cache') });
+  const { signingSecrets, edgeTokens } = origin.credentials;
+  const edge = await startEdge({ ...config, signingSecrets, edgeTokens }, origin.url, { cacheDir: join(config.dataDir, 'edge-cache') });
   // With COFFER_EDGE_PORT=0 the delivery address is known only now.
   if (config.cdnUrl.endsWith(':0')) origin.service.opts.cdnUrl = edge.url;
   process.stdout.write(`edge listening on ${edge.url}\n`);
@@ -85,6 +98,11 @@ async function runEdge(options: Record<string, string | undefined>): Promise<voi
   const config = configFrom(options);
   const originUrl = options.origin;
   if (!originUrl) throw new ConfigError('coffer edge needs --origin URL: the address of the origin to follow.');
+  // Before anything is created on disk.
+  if (config.edgeTokens.length === 0) throw new ConfigError(MISSING_EDGE_TOKEN);
+  restrictNewFiles();
+  const cacheDir = await prepareDataDir(config.dataDir, "edge's cache directory");
+  if (cacheDir.warning) process.stderr.write(`warning: ${cacheDir.warning}\n`);
   const edge = await startEdge(config, originUrl);
   process.stdout.write(`edge listening on ${edge.url}\n`);
   untilSignal(() => edge.close());
@@ -118,7 +136,7 @@ addSettings(program.command('origin').description('Run the origin: the programma
 
 addSettings(program.command('edge').description('Run one edge location: delivery of /files/{id}, following an origin.'))
   .requiredOption('--origin <url>', 'the origin to follow, e.g. http://127.0.0.1:8080')
-  .addHelpText('after', '\nExample:\n  COFFER_SIGNING_SECRET=… coffer edge --origin http://127.0.0.1:8080 --edge-port 8081 --data-dir ./edge-cache\n')
+  .addHelpText('after', '\nCOFFER_EDGE_TOKEN is the edges\' credential: the origin printed it on its first start and keeps it\nas "edge_token" in credentials.json in its data directory.\n\nExample:\n  COFFER_SIGNING_SECRET=… COFFER_EDGE_TOKEN=… coffer edge --origin http://127.0.0.1:8080 --edge-port 8081 --data-dir ./edge-cache\n')
   .action(runEdge);
 
 registerClientCommands(program);

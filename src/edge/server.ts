@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import type { Config } from '../config/config.js';
 import { ConfigError } from '../config/config.js';
-import { deriveEdgeToken } from '../core/edge-token.js';
+import { MISSING_EDGE_TOKEN } from '../config/credentials.js';
 import { nodeHmac } from '../core/hmac-node.js';
 import type { Visibility } from '../core/records.js';
 import { EdgeCache, type BlobSource, type CachedBytes } from './cache.js';
@@ -58,7 +58,8 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
   const secrets = config.signingSecrets;
   const originConn = originClient(originUrl, config.originCa);
   const origin = originConn.url;
-  const token = config.edgeTokens[0] ?? deriveEdgeToken(secrets[0]!, nodeHmac);
+  const token = config.edgeTokens[0];
+  if (!token) throw new ConfigError(MISSING_EDGE_TOKEN);
   const dir = opts.cacheDir ?? config.dataDir;
   await mkdir(dir, { recursive: true });
   const log = pino({ level: config.logLevel, base: { role: 'edge' } }, opts.logStream ?? pino.destination(1));

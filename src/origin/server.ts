@@ -1,14 +1,14 @@
 /** Starts an origin: stores, credentials, the HTTP app and the upload sweeper. */
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/config.js';
-import { resolveCredentials, type Credentials } from '../config/credentials.js';
+import { resolveCredentials, type Credentials, type Generated } from '../config/credentials.js';
+import { prepareDataDir, restrictFiles } from '../config/data-dir.js';
 import { openBlobStore, openMetadataStore } from '../adapters/open.js';
 import { CofferService } from '../service/service.js';
 import { buildOriginApp } from './app.js';
 import { EdgeHub } from './edge-hub.js';
 import { openEventWake } from './event-wake.js';
-import { deriveEdgeToken } from '../core/edge-token.js';
-import { nodeHmac } from '../core/hmac-node.js';
+import { join } from 'node:path';
 
 export interface RunningOrigin {
   url: string;
@@ -22,7 +22,7 @@ export interface RunningOrigin {
 
 export interface StartOriginOptions {
   /** Told once, when credentials were generated. */
-  announce?: (generated: Partial<Record<'accessKey' | 'signingSecret', string>>) => void;
+  announce?: (generated: Generated) => void;
   logStream?: NodeJS.WritableStream;
   /** The Playground's build, when not dist/playground next to the compiled origin. */
   playgroundDir?: string;
@@ -32,8 +32,14 @@ export interface StartOriginOptions {
 export const sweepInterval = (ttlSeconds: number): number => Math.min(60_000, Math.max(250, (ttlSeconds * 1000) / 4));
 
 export async function startOrigin(config: Config, opts: StartOriginOptions = {}): Promise<RunningOrigin> {
+  const dataDir = await prepareDataDir(config.dataDir);
   const credentials = await resolveCredentials(config.dataDir, config, opts.announce ?? (() => {}));
   const meta = await openMetadataStore(config.dataDir, config.databaseUrl);
+  if (!config.databaseUrl) {
+    // SQLite gives a -wal or -shm it creates later the main file's mode.
+    const db = join(config.dataDir, 'coffer.sqlite');
+    await restrictFiles([db, `${db}-wal`, `${db}-shm`]);
+  }
   const blobs = await openBlobStore(config.dataDir, config.blobStore);
   const service = new CofferService(meta, blobs, {
     cdnUrl: config.cdnUrl,
@@ -52,14 +58,14 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     onError: (what, err) => app.log.error({ err }, `${what} failed`),
   });
   service.setPublisher((seq) => hub.publish(seq));
-  const edgeTokens = config.edgeTokens.length > 0 ? config.edgeTokens : credentials.signingSecrets.map((s) => deriveEdgeToken(s, nodeHmac));
   const app = await buildOriginApp({
     service, accessKey: credentials.accessKey, baseUrl: config.baseUrl, rateLimit: config.rateLimit, logLevel: config.logLevel,
     sessionTtlSeconds: config.sessionTtl, headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs,
     ...(opts.logStream ? { logStream: opts.logStream } : {}),
     ...(opts.playgroundDir ? { playgroundDir: opts.playgroundDir } : {}),
-    edges: { hub, tokens: edgeTokens },
+    edges: { hub, tokens: credentials.edgeTokens },
   });
+  if (dataDir.warning) app.log.warn(dataDir.warning);
   // After the app exists (the hub logs through it), before anything is served.
   await hub.start();
 

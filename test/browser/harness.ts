@@ -57,7 +57,7 @@ export async function startPlayground(settings: Partial<Record<SettingName, stri
   const edgeDir = await mkdtemp(join(tmpdir(), 'coffer-pg-edge-'));
   const edgeConfig = loadConfig({}, {
     COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: edgeDir,
-    COFFER_SIGNING_SECRET: origin.secret, COFFER_LOG_LEVEL: 'warn',
+    COFFER_SIGNING_SECRET: origin.secret, COFFER_EDGE_TOKEN: origin.origin.credentials.edgeTokens[0], COFFER_LOG_LEVEL: 'warn',
   });
   const edge = await startEdge(edgeConfig, origin.url, { cacheDir: edgeDir, logStream: quiet() });
   // Delivery URLs point at this edge, as `coffer serve` arranges for a port chosen at start.

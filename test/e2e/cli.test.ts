@@ -115,7 +115,7 @@ describe('coffer processes', () => {
   });
 
   it('refuses an edge without --origin', async () => {
-    const child = spawn(process.execPath, [MAIN, 'edge'], { env: { ...process.env, COFFER_SIGNING_SECRET: 's' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN, 'edge'], { env: { ...process.env, COFFER_SIGNING_SECRET: 's', COFFER_EDGE_TOKEN: 't' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
     expect(await exitOf(child)).not.toBe(0);
@@ -123,7 +123,7 @@ describe('coffer processes', () => {
   });
 
   it('refuses an edge whose origin is not a plain http:// address', async () => {
-    const child = spawn(process.execPath, [MAIN, 'edge', '--origin', 'https://origin.example/base'], { env: { ...process.env, COFFER_SIGNING_SECRET: 's' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN, 'edge', '--origin', 'https://origin.example/base'], { env: { ...process.env, COFFER_SIGNING_SECRET: 's', COFFER_EDGE_TOKEN: 't' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
     expect(await exitOf(child)).not.toBe(0);

@@ -20,6 +20,7 @@ const MAX_AGE = 120;
 const CDN = 'http://cdn.test';
 const KEY = 'edge-key-' + randomBytes(8).toString('hex');
 const SECRET = 'edge-secret-' + randomBytes(8).toString('hex');
+const EDGE_TOKEN = 'edge-token-' + randomBytes(8).toString('hex');
 const CHUNK = 5 * 1024 * 1024;
 
 const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
@@ -92,7 +93,7 @@ const edges: Edge[] = [];
 
 function edgeEnv(e: { dataDir: string; maxAge: number | null }, port = 0): Record<string, string | undefined> {
   return {
-    COFFER_EDGE_PORT: String(port), COFFER_HOST: '127.0.0.1', COFFER_DATA_DIR: e.dataDir, COFFER_SIGNING_SECRET: SECRET,
+    COFFER_EDGE_PORT: String(port), COFFER_HOST: '127.0.0.1', COFFER_DATA_DIR: e.dataDir, COFFER_SIGNING_SECRET: SECRET, COFFER_EDGE_TOKEN: EDGE_TOKEN,
     COFFER_EDGE_LEASE_MS: String(LEASE_MS), COFFER_LOG_LEVEL: 'warn',
     COFFER_PUBLIC_MAX_AGE: e.maxAge === null ? undefined : String(e.maxAge),
   };
@@ -240,7 +241,7 @@ beforeAll(async () => {
     kind: 'origin', name: 'origin', args: ['origin'],
     env: {
       COFFER_HOST: '127.0.0.1', COFFER_PORT: '0', COFFER_DATA_DIR: join(root, 'origin'), COFFER_ACCESS_KEY: KEY,
-      COFFER_SIGNING_SECRET: SECRET, COFFER_CDN_URL: CDN, COFFER_EDGE_LEASE_MS: String(LEASE_MS),
+      COFFER_SIGNING_SECRET: SECRET, COFFER_EDGE_TOKEN: EDGE_TOKEN, COFFER_CDN_URL: CDN, COFFER_EDGE_LEASE_MS: String(LEASE_MS),
       COFFER_RATE_LIMIT: '100000', COFFER_LOG_LEVEL: 'warn',
     },
   });
@@ -766,7 +767,7 @@ describe('edge fleet', () => {
   it('an edge started without COFFER_SIGNING_SECRET exits non-zero and says so', async () => {
     const proc = spawnCoffer({
       kind: 'edge', name: 'edge without secret', args: ['edge', '--origin', originUrl],
-      env: { COFFER_EDGE_PORT: '0', COFFER_HOST: '127.0.0.1', COFFER_DATA_DIR: join(root, 'edge-no-secret') },
+      env: { COFFER_EDGE_PORT: '0', COFFER_HOST: '127.0.0.1', COFFER_DATA_DIR: join(root, 'edge-no-secret'), COFFER_EDGE_TOKEN: EDGE_TOKEN },
     });
     const timer = setTimeout(() => void proc.stop('SIGKILL'), 10_000);
     const exit = await proc.exited;

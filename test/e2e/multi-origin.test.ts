@@ -173,6 +173,7 @@ const CONFIGURATIONS: Configuration[] = [
 describe.each(CONFIGURATIONS)('two origins: $name', (configuration) => {
   const KEY = 'multi-key-' + randomBytes(8).toString('hex');
   const SECRET = 'multi-secret-' + randomBytes(8).toString('hex');
+  const EDGE_TOKEN = 'multi-edge-token-' + randomBytes(8).toString('hex');
   let root = '';
   const origins: Node[] = [];
   const edges: Edge[] = [];
@@ -240,7 +241,7 @@ describe.each(CONFIGURATIONS)('two origins: $name', (configuration) => {
         kind: 'origin', name: `origin ${name}`, args: ['origin'],
         env: {
           COFFER_HOST: '127.0.0.1', COFFER_PORT: '0', COFFER_DATA_DIR: prepared.dataDir(name), COFFER_ACCESS_KEY: KEY,
-          COFFER_SIGNING_SECRET: SECRET, COFFER_CDN_URL: CDN, COFFER_EDGE_LEASE_MS: String(LEASE_MS),
+          COFFER_SIGNING_SECRET: SECRET, COFFER_EDGE_TOKEN: EDGE_TOKEN, COFFER_CDN_URL: CDN, COFFER_EDGE_LEASE_MS: String(LEASE_MS),
           COFFER_RATE_LIMIT: '100000', COFFER_LOG_LEVEL: 'warn', ...prepared.shared,
         },
       });
@@ -253,7 +254,7 @@ describe.each(CONFIGURATIONS)('two origins: $name', (configuration) => {
         kind: 'edge', name: `edge ${o.name}`, args: ['edge', '--origin', proxy.url],
         env: {
           COFFER_EDGE_PORT: '0', COFFER_HOST: '127.0.0.1', COFFER_DATA_DIR: join(root, `edge-${o.name}`), COFFER_SIGNING_SECRET: SECRET,
-          COFFER_EDGE_LEASE_MS: String(LEASE_MS), COFFER_LOG_LEVEL: 'warn',
+          COFFER_EDGE_TOKEN: EDGE_TOKEN, COFFER_EDGE_LEASE_MS: String(LEASE_MS), COFFER_LOG_LEVEL: 'warn',
         },
       });
       return { name: o.name, proc, proxy, url: await proc.ready } satisfies Edge;
@@ -264,7 +265,7 @@ describe.each(CONFIGURATIONS)('two origins: $name', (configuration) => {
       kind: 'edge', name: 'edge behind a load balancer', args: ['edge', '--origin', balancer.url],
       env: {
         COFFER_EDGE_PORT: '0', COFFER_HOST: '127.0.0.1', COFFER_DATA_DIR: join(root, 'edge-roamer'), COFFER_SIGNING_SECRET: SECRET,
-        COFFER_EDGE_LEASE_MS: String(LEASE_MS), COFFER_LOG_LEVEL: 'warn',
+        COFFER_EDGE_TOKEN: EDGE_TOKEN, COFFER_EDGE_LEASE_MS: String(LEASE_MS), COFFER_LOG_LEVEL: 'warn',
       },
     });
     roamer = { name: 'roamer', proc, url: await proc.ready };

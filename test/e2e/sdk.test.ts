@@ -756,6 +756,7 @@ describe('signLink: links an edge accepts', () => {
     edgeDir = await mkdtemp(join(tmpdir(), 'coffer-sdk-edge-'));
     const config = loadConfig({}, {
       COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: edgeDir, COFFER_SIGNING_SECRET: SECRETS, COFFER_LOG_LEVEL: 'warn',
+      COFFER_EDGE_TOKEN: lo.origin.credentials.edgeTokens[0],
     });
     edge = await startEdge(config, lo.url, { cacheDir: edgeDir, logStream: quiet() });
     lc = new CofferClient({ url: lo.url, accessKey: lo.key, retry: FAST });

@@ -11,8 +11,6 @@ import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { startS3, type TestS3 } from '../helpers/s3.js';
 import { spawnCoffer, stopAll } from '../helpers/processes.js';
-import { deriveEdgeToken } from '../../src/core/edge-token.js';
-import { nodeHmac } from '../../src/core/hmac-node.js';
 
 const CHUNK = 5 * 1024 * 1024;
 const MiB = 1024 * 1024;
@@ -84,7 +82,7 @@ describe('the HTTP upload flow on S3 (s3rver)', () => {
     expect(await waitFor(async () => (await s3.openUploads(bucket)).length === 0, 5000)).toBe(true);
 
     // What edges fetch.
-    const token = deriveEdgeToken(o.secret, nodeHmac);
+    const token = o.origin.credentials.edgeTokens[0]!;
     const blob = await fetch(`${o.url}/_edge/blob/${s.file_id}`, { headers: { authorization: `Bearer ${token}` } });
     expect(blob.status).toBe(200);
     expect(blob.headers.get('x-sha256')).toBe(sha256(bytes));
@@ -143,7 +141,7 @@ describe('the HTTP upload flow on S3 (s3rver)', () => {
     try {
       const edge = spawnCoffer({
         kind: 'edge', name: 'edge', args: ['edge', '--origin', o.url],
-        env: { COFFER_EDGE_PORT: '0', COFFER_HOST: '127.0.0.1', COFFER_DATA_DIR: dataDir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn' },
+        env: { COFFER_EDGE_PORT: '0', COFFER_HOST: '127.0.0.1', COFFER_DATA_DIR: dataDir, COFFER_SIGNING_SECRET: o.secret, COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0], COFFER_LOG_LEVEL: 'warn' },
       });
       const edgeUrl = await edge.ready;
       const bytes = randomBytes(CHUNK + 4321);

@@ -77,13 +77,18 @@ export function possibleStates(h: FileHistory, start: number, end: number): Set<
 export type Verdict = { ok: true } | { ok: false; rule: string };
 
 /**
- * Judges one answer. Network failures and 503 (an edge without a lease) are errors, not
- * rule violations, and are counted by the caller.
+ * Judges one answer. 503 (an edge without a lease), and network failures that no change
+ * of the file explains, are errors, not rule violations, and are counted by the caller.
  */
 export function judge(h: FileHistory, d: Delivery): Verdict | null {
-  if (d.status === 0 || d.status === 503 || d.broken) return null;
-  if (h.unknownFrom !== null && d.end >= h.unknownFrom) return { ok: true };
+  if (d.status === 503) return null;
   const states = possibleStates(h, d.start, d.end);
+  if (d.status === 0 || d.broken) {
+    // An edge stops a response as soon as its file may no longer be served to it; a
+    // failure without such a change is an error.
+    return states.has("deleted") || (!d.signed && states.has("Private")) ? { ok: true } : null;
+  }
+  if (h.unknownFrom !== null && d.end >= h.unknownFrom) return { ok: true };
   const deleteAnswered = h.changes.find((c) => c.kind === "delete")?.answered;
   if (d.status === 200) {
     if (deleteAnswered !== undefined && d.start > deleteAnswered) return { ok: false, rule: "200 for a request sent after the delete call was answered" };

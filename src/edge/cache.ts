@@ -29,6 +29,8 @@ export type BlobSource = (fileId: string, onChunk: ChunkConsumer) => Promise<'ok
 
 /** Files up to this size are also kept in memory. */
 export const MEMORY_FILE_LIMIT = 1 << 20;
+/** Fetches under way at once; a miss beyond them is passed through instead of cached. */
+export const MAX_FILLS = 16;
 const WRITE_BATCH = 1 << 20;
 
 export class EdgeCache {
@@ -36,6 +38,8 @@ export class EdgeCache {
   private readonly memory = new Map<string, { sha256: string; bytes: Buffer }>();
   private readonly inflight = new Map<string, Promise<CachedBytes | null>>();
   private diskBytes = 0;
+  /** Room taken by fetches under way, counted against the bound before their bytes arrive. */
+  private reservedBytes = 0;
   private memoryBytes = 0;
   private readonly blobDir: string;
   private readonly tmpDir: string;
@@ -45,6 +49,7 @@ export class EdgeCache {
     readonly capacity: number,
     private readonly memoryCapacity: number,
     private readonly fetchBlob: BlobSource,
+    private readonly maxFills = MAX_FILLS,
   ) {
     this.blobDir = join(dir, 'blobs');
     this.tmpDir = join(dir, 'tmp');
@@ -100,18 +105,42 @@ export class EdgeCache {
 
   /**
    * The file's bytes, fetched once however many ask. Resolves null when the file is too
-   * large for this cache or vanished meanwhile; `stillWanted` is asked once it is whole.
+   * large for this cache, when the cache has no room for another fetch now, or when the
+   * file vanished meanwhile; `stillWanted` is asked once it is whole.
    */
   ensure(file: EdgeFile, stillWanted: () => boolean): Promise<CachedBytes | null> {
     const hit = this.lookup(file);
     if (hit) return Promise.resolve(hit);
-    if (file.size > this.capacity) return Promise.resolve(null);
     let pending = this.inflight.get(file.file_id);
     if (!pending) {
-      pending = this.fetch(file, stillWanted).finally(() => this.inflight.delete(file.file_id));
+      if (!this.reserve(file.size)) return Promise.resolve(null);
+      pending = this.fetch(file, stillWanted).finally(() => {
+        this.inflight.delete(file.file_id);
+        this.reservedBytes -= file.size;
+      });
       this.inflight.set(file.file_id, pending);
     }
     return pending;
+  }
+
+  /** Makes room for a fetch, evicting what was used longest ago; false when there is none. */
+  private reserve(size: number): boolean {
+    if (this.inflight.size >= this.maxFills || this.reservedBytes + size > this.capacity) return false;
+    this.reservedBytes += size;
+    this.evict(null);
+    return true;
+  }
+
+  /** Evicts least-recently-used copies until kept and reserved bytes fit the bound. */
+  private evict(keep: string | null): void {
+    for (const [victim, e] of this.disk) {
+      if (this.diskBytes + this.reservedBytes <= this.capacity) break;
+      if (victim === keep) continue;
+      this.disk.delete(victim);
+      this.diskBytes -= e.size;
+      this.dropMemory(victim);
+      void unlink(e.path).catch(() => {});
+    }
   }
 
   private async fetch(file: EdgeFile, stillWanted: () => boolean): Promise<CachedBytes | null> {
@@ -191,14 +220,11 @@ export class EdgeCache {
     }
     this.disk.set(id, entry);
     this.diskBytes += entry.size;
-    for (const [victim, e] of this.disk) {
-      if (this.diskBytes <= this.capacity) break;
-      if (victim === id) continue;
-      this.disk.delete(victim);
-      this.diskBytes -= e.size;
-      this.dropMemory(victim);
-      void unlink(e.path).catch(() => {});
-    }
+    // This fetch's own reservation is still counted until it settles, which is harmless:
+    // it is released right after.
+    this.reservedBytes -= entry.size;
+    this.evict(id);
+    this.reservedBytes += entry.size;
   }
 
   private insertMemory(id: string, sha256: string, bytes: Buffer): void {
@@ -231,7 +257,8 @@ export class EdgeCache {
     }
   }
 
+  /** Bytes kept on disk plus bytes reserved by fetches under way. */
   get usedBytes(): number {
-    return this.diskBytes;
+    return this.diskBytes + this.reservedBytes;
   }
 }

@@ -4,7 +4,7 @@
  * request with the origin, or answering 503, while it does not.
  */
 import http from 'node:http';
-import { open, statfs, writeFile, rename as renameFile, mkdir } from 'node:fs/promises';
+import { statfs, writeFile, rename as renameFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { Config } from '../config/config.js';
@@ -14,10 +14,12 @@ import { nodeHmac } from '../core/hmac-node.js';
 import type { Visibility } from '../core/records.js';
 import { EdgeCache, type BlobSource, type CachedBytes } from './cache.js';
 import { fetchBlobRaw } from './blob-fetch.js';
-import { LinkChecker, contentDisposition, decide, isActiveContent, notModified, sendableType, parseRange, parseTarget, type ByteRange } from './delivery.js';
+import { LinkChecker, contentDisposition, decide, isActiveContent, notModified, sendableType, parseRange, parseTarget, type ByteRange, type Decision } from './delivery.js';
 import { FeedFollower } from './follower.js';
 import { originClient } from './origin-client.js';
 import { EdgeState, type EdgeFile, type EdgeFolder } from './state.js';
+import { InFlightResponses, type InFlight } from './in-flight.js';
+import { relay, streamFile, type Gate } from './send.js';
 
 export interface RunningEdge {
   url: string;
@@ -29,12 +31,8 @@ export interface RunningEdge {
 }
 
 const PREWARM_CONCURRENCY = 4;
-const STREAM_BUFFER = 1 << 20;
-const spareBuffers: Buffer[] = [];
-const takeBuffer = (): Buffer => spareBuffers.pop() ?? Buffer.allocUnsafeSlow(STREAM_BUFFER);
-const returnBuffer = (b: Buffer): void => {
-  if (spareBuffers.length < 32) spareBuffers.push(b);
-};
+/** A file whose content changed while its bytes were fetched is looked up again this often. */
+const ATTEMPTS = 3;
 const GIB = 1024 ** 3;
 
 async function defaultCapacity(dir: string): Promise<number> {
@@ -95,6 +93,20 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
         });
     }
   };
+  // Responses under way stop as soon as their file may no longer be served to them.
+  const responses = new InFlightResponses({
+    local: (e) => {
+      if (!follower.serving()) return null;
+      const file = state.files.get(e.fileId);
+      if (!file || file.sha256 !== e.sha256) return false;
+      return decide(file, state.visibilityOf(file), e.path, e.query, links, e.nowSeconds).kind === 'serve';
+    },
+    remote: async (e) => {
+      const answer = await recheck(e.fileId);
+      if (answer === 'unavailable' || answer === null || answer.file.sha256 !== e.sha256) return false;
+      return decide(answer.file, answer.visibility, e.path, e.query, links, e.nowSeconds).kind === 'serve';
+    },
+  });
   const state: EdgeState = new EdgeState({
     fileReady: (file) => {
       queue.push(file);
@@ -102,6 +114,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       pump();
     },
     fileGone: (id) => cache.drop(id),
+    changed: () => responses.narrowed(),
   });
   const follower = new FeedFollower({
     origin: originConn, token, leaseMs: config.edgeLeaseMs, state,
@@ -187,8 +200,39 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     }
   }
 
-  function sendBytes(req: http.IncomingMessage, res: http.ServerResponse, file: EdgeFile, bytes: CachedBytes, headers: string[], range: ByteRange | null, xcache: string): void {
-    const head = req.method === 'HEAD';
+  type Judgement = { file: EdgeFile; decision: Extract<Decision, { kind: 'serve' }> } | { error: Extract<Decision, { kind: 'error' }> } | 'unavailable';
+
+  /** The delivery decision for this request as things stand now. */
+  async function judge(id: string, path: string, query: string, nowSeconds: number): Promise<Judgement> {
+    let file: EdgeFile | undefined;
+    let visibility: Visibility | undefined;
+    if (follower.serving()) {
+      file = state.files.get(id);
+      visibility = file && state.visibilityOf(file);
+    } else {
+      const answer = await recheck(id);
+      if (answer === 'unavailable') return answer;
+      file = answer?.file;
+      visibility = answer?.visibility;
+    }
+    const decision = decide(file, visibility, path, query, links, nowSeconds);
+    return decision.kind === 'error' ? { error: decision } : { file: file!, decision };
+  }
+
+  /** Answers a judgement that forbids serving; true when it did. */
+  function refused(res: http.ServerResponse, judged: Judgement): judged is Exclude<Judgement, { file: EdgeFile }> {
+    if (judged === 'unavailable') {
+      sendError(res, 503, 'edge_unavailable', 'This edge cannot reach the origin right now; try again shortly.', ['Retry-After', '1']);
+      return true;
+    }
+    if ('error' in judged) {
+      sendError(res, judged.error.status, judged.error.code, judged.error.message);
+      return true;
+    }
+    return false;
+  }
+
+  function sendBytes(req: http.IncomingMessage, res: http.ServerResponse, file: EdgeFile, bytes: CachedBytes, headers: string[], range: ByteRange | null, xcache: string, allow: Gate): void {
     if (range) {
       const length = range.end - range.start + 1;
       res.writeHead(206, [...headers, 'Content-Range', `bytes ${range.start}-${range.end}/${file.size}`, 'Content-Length', String(length), 'X-Cache', xcache]);
@@ -197,7 +241,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     } else {
       res.writeHead(200, [...headers, 'Content-Length', String(file.size), 'X-Cache', xcache]);
     }
-    if (head) {
+    if (req.method === 'HEAD' || file.size === 0) {
       res.end();
       return;
     }
@@ -207,75 +251,33 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       res.end(range ? bytes.memory.subarray(start, end + 1) : bytes.memory);
       return;
     }
-    if (file.size === 0) {
-      res.end();
-      return;
-    }
-    streamFile(bytes.path!, start, end, res).catch(() => res.destroy());
+    streamFile(bytes.path!, start, end, res, allow).catch(() => res.destroy());
   }
 
-  /**
-   * Sends a byte range of a cached file through two reused buffers: one is read while the
-   * other is written, and nothing is allocated per chunk.
-   */
-  async function streamFile(path: string, start: number, end: number, res: http.ServerResponse): Promise<void> {
-    // A client that goes away mid-file fails the write; that is the end of it, not a crash.
-    res.on('error', () => {});
-    const handle = await open(path, 'r');
-    const buffers = [takeBuffer(), takeBuffer()];
-    try {
-      let writing: Promise<void> | null = null;
-      let which = 0;
-      for (let pos = start; pos <= end;) {
-        const buf = buffers[which]!;
-        which ^= 1;
-        const { bytesRead } = await handle.read(buf, 0, Math.min(buf.length, end + 1 - pos), pos);
-        if (bytesRead === 0) throw new Error('cached file shorter than its record');
-        pos += bytesRead;
-        if (writing) await writing;
-        if (res.destroyed) return;
-        const chunk = buf.subarray(0, bytesRead);
-        // Never rejects: a failed write shows as a destroyed response on the next turn.
-        writing = new Promise<void>((resolve) => res.write(chunk, () => resolve()));
-      }
-      if (writing) await writing;
-      if (!res.destroyed) res.end();
-    } finally {
-      await handle.close();
-      // A buffer still queued on a socket that closed early is not handed out again.
-      if (!res.destroyed) for (const b of buffers) returnBuffer(b);
-    }
-  }
-
-  /** Too large to cache: the bytes go straight through from the origin. */
-  async function passThrough(req: http.IncomingMessage, res: http.ServerResponse, file: EdgeFile, headers: string[], range: ByteRange | null): Promise<void> {
+  /** Too large to cache, or no room to cache it now: the bytes go straight through from the origin. */
+  async function passThrough(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, file: EdgeFile, headers: string[], range: ByteRange | null): Promise<'done' | 'changed'> {
     const upstream = await fetchBlob(file.file_id);
+    // The wait for the origin may have outlasted the file's right to be served.
+    const judged = await judge(file.file_id, entry.path, entry.query, entry.nowSeconds);
+    if (refused(res, judged) || judged.file.sha256 !== file.sha256) {
+      upstream.destroy();
+      return res.headersSent ? 'done' : 'changed';
+    }
     if (upstream.statusCode !== 200) {
       upstream.resume();
       sendError(res, 502, 'bad_gateway', 'The origin could not send the file; try again.');
-      return;
+      return 'done';
     }
+    const allow = responses.track(entry);
     res.writeHead(range ? 206 : 200, [...headers, 'Content-Length', String(range ? range.end - range.start + 1 : file.size), 'X-Cache', 'MISS',
       ...(range ? ['Content-Range', `bytes ${range.start}-${range.end}/${file.size}`] : [])]);
-    if (req.method === 'HEAD') {
+    if (req.method === 'HEAD' || file.size === 0) {
       upstream.destroy();
       res.end();
-      return;
+      return 'done';
     }
-    let offset = 0;
-    const start = range?.start ?? 0;
-    const end = range?.end ?? file.size - 1;
-    upstream.on('data', (chunk: Buffer) => {
-      const from = Math.max(start, offset) - offset;
-      const to = Math.min(end + 1, offset + chunk.length) - offset;
-      offset += chunk.length;
-      if (to > from && !res.write(chunk.subarray(from, to))) upstream.pause();
-      if (offset > end) upstream.destroy();
-    });
-    res.on('drain', () => upstream.resume());
-    upstream.on('end', () => res.end());
-    upstream.on('close', () => res.end());
-    upstream.on('error', () => res.destroy());
+    relay(upstream, res, file.size, range, allow);
+    return 'done';
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -297,67 +299,63 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       sendError(res, 404, 'not_found', 'No file is at this address.');
       return;
     }
-    let file: EdgeFile | undefined;
-    let visibility: Visibility | undefined;
-    const leased = follower.serving();
-    if (leased) {
-      file = state.files.get(target.id);
-      visibility = file && state.visibilityOf(file);
-    } else {
-      const answer = await recheck(target.id);
-      if (answer === 'unavailable') {
-        sendError(res, 503, 'edge_unavailable', 'This edge cannot reach the origin right now; try again shortly.', ['Retry-After', '1']);
-        return;
-      }
-      file = answer?.file;
-      visibility = answer?.visibility;
+    const entry = { res, fileId: target.id, sha256: '', path: target.path, query: target.query, nowSeconds: Math.floor(Date.now() / 1000) };
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      if ((await deliver(req, res, entry)) === 'done') return;
     }
-    const decision = decide(file, visibility, target.path, target.query, links, Math.floor(Date.now() / 1000));
-    if (decision.kind === 'error') {
-      sendError(res, decision.status, decision.code, decision.message);
-      return;
-    }
-    const f = file!;
-    const headers = baseHeaders(f, decision.signed, decision.download);
+    sendError(res, 503, 'edge_unavailable', 'The file changed while this edge fetched it; try again.', ['Retry-After', '1']);
+  }
+
+  /** One try at an answer; 'changed' when the file's content changed during a wait. */
+  async function deliver(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight): Promise<'done' | 'changed'> {
+    const judged = await judge(entry.fileId, entry.path, entry.query, entry.nowSeconds);
+    if (refused(res, judged)) return 'done';
+    const f = judged.file;
+    entry.sha256 = f.sha256;
+    const headers = baseHeaders(f, judged.decision.signed, judged.decision.download);
     const etag = `"${f.sha256}"`;
     if (notModified(req.headers['if-none-match'], req.headers['if-modified-since'], etag, f.completed_at)) {
-      res.writeHead(304, ['ETag', etag, 'Last-Modified', new Date(f.completed_at).toUTCString(), 'Cache-Control', decision.signed ? 'private, no-store' : publicCache]);
+      res.writeHead(304, ['ETag', etag, 'Last-Modified', new Date(f.completed_at).toUTCString(), 'Cache-Control', judged.decision.signed ? 'private, no-store' : publicCache]);
       res.end();
-      return;
+      return 'done';
     }
     let range = parseRange(req.headers.range, f.size);
     const ifRange = req.headers['if-range'] as string | undefined;
     if (range !== null && ifRange !== undefined && ifRange.trim() !== etag) range = null;
     if (range === 'unsatisfiable') {
       sendError(res, 416, 'range_not_satisfiable', 'The requested range lies outside the file.', ['Content-Range', `bytes */${f.size}`]);
-      return;
+      return 'done';
     }
     let bytes = cache.lookup(f);
     let xcache = 'HIT';
     if (!bytes) {
       // A prefetch under way or queued was asked for by the completion, not by this request.
       if (!cache.fetching(f.file_id) && !queued.has(f.file_id)) xcache = 'MISS';
-      bytes = await cache.ensure(f, () => (leased ? isCurrent(f) : true));
-      // The file may have been deleted or changed while its bytes were on their way.
-      if (leased && !isCurrent(f)) {
-        sendError(res, 404, 'not_found', 'No file is at this address.');
-        return;
-      }
-      if (!bytes) {
-        await passThrough(req, res, f, headers, range);
-        return;
-      }
+      bytes = await cache.ensure(f, () => !follower.serving() || isCurrent(f));
+      if (!bytes) return passThrough(req, res, entry, f, headers, range);
+      // The file may have been deleted, switched or changed while its bytes were on their way.
+      const again = await judge(entry.fileId, entry.path, entry.query, entry.nowSeconds);
+      if (refused(res, again)) return 'done';
+      if (again.file.sha256 !== f.sha256) return 'changed';
     }
-    sendBytes(req, res, f, bytes, headers, range, xcache);
+    sendBytes(req, res, f, bytes, headers, range, xcache, responses.track(entry));
+    return 'done';
   }
 
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  // Headers that stall, and a client that stops reading, are dropped; nothing waits on them.
+  const server = http.createServer({
+    keepAliveTimeout: 65_000,
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: 0,
+    connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+  }, (req, res) => {
     handle(req, res).catch((err) => {
       log.error({ err }, 'delivery failed');
       if (!res.headersSent) sendError(res, 502, 'bad_gateway', 'The file could not be fetched from the origin; try again.');
       else res.destroy();
     });
   });
+  server.setTimeout(config.idleTimeoutMs);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.edgePort, config.host, () => resolve());

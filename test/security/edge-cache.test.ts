@@ -33,3 +33,52 @@ test('a cached file shorter than its record is dropped on start and fetched agai
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('fetches under way are limited in number and count against the cache bound', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'coffer-edge-cache-'));
+  try {
+    const MiB = 1024 * 1024;
+    const release: Array<() => void> = [];
+    let started = 0;
+    // A source that holds every fetch until released, then sends zeros of the asked size.
+    const sizes = new Map<string, number>();
+    const cache = new EdgeCache(dir, 40 * MiB, 4 * MiB, async (id, onChunk) => {
+      started++;
+      await new Promise<void>((r) => release.push(r));
+      await onChunk(Buffer.alloc(sizes.get(id)!));
+      return 'ok';
+    }, 4);
+    await cache.open();
+    const file = (id: string, size: number) => {
+      sizes.set(id, size);
+      const sha256 = createHash('sha256').update(Buffer.alloc(size)).digest('hex');
+      return { file_id: id, sha256, size } as EdgeFile;
+    };
+    // 30 MiB reserved: a second 30 MiB fetch does not fit beside it and is refused at once.
+    const a = cache.ensure(file('a', 30 * MiB), () => true);
+    expect(cache.usedBytes).toBe(30 * MiB);
+    expect(await cache.ensure(file('b', 30 * MiB), () => true)).toBeNull();
+    // Small ones fit, up to the number of fetches allowed at once.
+    const small = ['c', 'd', 'e'].map((id) => cache.ensure(file(id, MiB), () => true));
+    expect(await cache.ensure(file('f', MiB), () => true)).toBeNull();
+    expect(cache.usedBytes).toBe(33 * MiB);
+    // A second reader of a fetch under way joins it instead of counting twice.
+    const again = cache.ensure(file('c', MiB), () => true);
+    expect(cache.usedBytes).toBe(33 * MiB);
+    for (let i = 0; i < 50 && started < 4; i++) await new Promise((r) => setTimeout(r, 10));
+    for (const go of release.splice(0)) go();
+    expect((await a)?.size).toBe(30 * MiB);
+    for (const p of [...small, again]) expect((await p)?.size).toBe(MiB);
+    expect(cache.usedBytes).toBe(33 * MiB);
+    // Once they are kept, a new fetch evicts what was used longest ago to make room.
+    const b = cache.ensure(file('b', 30 * MiB), () => true);
+    expect(cache.usedBytes).toBeLessThanOrEqual(40 * MiB);
+    for (let i = 0; i < 50 && release.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    for (const go of release.splice(0)) go();
+    expect((await b)?.size).toBe(30 * MiB);
+    expect(cache.usedBytes).toBeLessThanOrEqual(40 * MiB);
+    expect(cache.lookup(file('a', 30 * MiB))).toBeNull();
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

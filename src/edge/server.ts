@@ -202,21 +202,18 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
 
   type Judgement = { file: EdgeFile; decision: Extract<Decision, { kind: 'serve' }> } | { error: Extract<Decision, { kind: 'error' }> } | 'unavailable';
 
-  /** The delivery decision for this request as things stand now. */
-  async function judge(id: string, path: string, query: string, nowSeconds: number): Promise<Judgement> {
-    let file: EdgeFile | undefined;
-    let visibility: Visibility | undefined;
-    if (follower.serving()) {
-      file = state.files.get(id);
-      visibility = file && state.visibilityOf(file);
-    } else {
-      const answer = await recheck(id);
-      if (answer === 'unavailable') return answer;
-      file = answer?.file;
-      visibility = answer?.visibility;
-    }
-    const decision = decide(file, visibility, path, query, links, nowSeconds);
+  function judgement(file: EdgeFile | undefined, visibility: Visibility | undefined, e: InFlight): Judgement {
+    const decision = decide(file, visibility, e.path, e.query, links, e.nowSeconds);
     return decision.kind === 'error' ? { error: decision } : { file: file!, decision };
+  }
+
+  /** The delivery decision for this request as things stand now: at once under a lease, else from the origin. */
+  function judge(e: InFlight): Judgement | Promise<Judgement> {
+    if (follower.serving()) {
+      const file = state.files.get(e.fileId);
+      return judgement(file, file && state.visibilityOf(file), e);
+    }
+    return recheck(e.fileId).then((answer) => (answer === 'unavailable' ? answer : judgement(answer?.file, answer?.visibility, e)));
   }
 
   /** Answers a judgement that forbids serving; true when it did. */
@@ -232,7 +229,8 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     return false;
   }
 
-  function sendBytes(req: http.IncomingMessage, res: http.ServerResponse, file: EdgeFile, bytes: CachedBytes, headers: string[], range: ByteRange | null, xcache: string, allow: Gate): void {
+  /** Answers from the cache. A body sent in one write needs no gate: it leaves while the decision holds. */
+  function sendBytes(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, file: EdgeFile, bytes: CachedBytes, headers: string[], range: ByteRange | null, xcache: string): void {
     if (range) {
       const length = range.end - range.start + 1;
       res.writeHead(206, [...headers, 'Content-Range', `bytes ${range.start}-${range.end}/${file.size}`, 'Content-Length', String(length), 'X-Cache', xcache]);
@@ -251,14 +249,15 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       res.end(range ? bytes.memory.subarray(start, end + 1) : bytes.memory);
       return;
     }
-    streamFile(bytes.path!, start, end, res, allow).catch(() => res.destroy());
+    streamFile(bytes.path!, start, end, res, responses.track(entry)).catch(() => res.destroy());
   }
 
   /** Too large to cache, or no room to cache it now: the bytes go straight through from the origin. */
-  async function passThrough(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, file: EdgeFile, headers: string[], range: ByteRange | null): Promise<'done' | 'changed'> {
+  async function passThrough(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, miss: Miss): Promise<'done' | 'changed'> {
+    const { file, headers, range } = miss;
     const upstream = await fetchBlob(file.file_id);
     // The wait for the origin may have outlasted the file's right to be served.
-    const judged = await judge(file.file_id, entry.path, entry.query, entry.nowSeconds);
+    const judged = await judge(entry);
     if (refused(res, judged) || judged.file.sha256 !== file.sha256) {
       upstream.destroy();
       return res.headersSent ? 'done' : 'changed';
@@ -268,7 +267,6 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       sendError(res, 502, 'bad_gateway', 'The origin could not send the file; try again.');
       return 'done';
     }
-    const allow = responses.track(entry);
     res.writeHead(range ? 206 : 200, [...headers, 'Content-Length', String(range ? range.end - range.start + 1 : file.size), 'X-Cache', 'MISS',
       ...(range ? ['Content-Range', `bytes ${range.start}-${range.end}/${file.size}`] : [])]);
     if (req.method === 'HEAD' || file.size === 0) {
@@ -276,7 +274,56 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       res.end();
       return 'done';
     }
-    relay(upstream, res, file.size, range, allow);
+    relay(upstream, res, file.size, range, responses.track(entry));
+    return 'done';
+  }
+
+  interface Miss {
+    file: EdgeFile;
+    headers: string[];
+    range: ByteRange | null;
+  }
+
+  /**
+   * Answers what can be answered at once: a refusal, 304, 416 or a cache hit. What is left
+   * is a miss, returned to be fetched.
+   */
+  function respond(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: Judgement): Miss | null {
+    if (refused(res, judged)) return null;
+    const f = judged.file;
+    entry.sha256 = f.sha256;
+    const headers = baseHeaders(f, judged.decision.signed, judged.decision.download);
+    const etag = `"${f.sha256}"`;
+    if (notModified(req.headers['if-none-match'], req.headers['if-modified-since'], etag, f.completed_at)) {
+      res.writeHead(304, ['ETag', etag, 'Last-Modified', new Date(f.completed_at).toUTCString(), 'Cache-Control', judged.decision.signed ? 'private, no-store' : publicCache]);
+      res.end();
+      return null;
+    }
+    let range = parseRange(req.headers.range, f.size);
+    const ifRange = req.headers['if-range'] as string | undefined;
+    if (range !== null && ifRange !== undefined && ifRange.trim() !== etag) range = null;
+    if (range === 'unsatisfiable') {
+      sendError(res, 416, 'range_not_satisfiable', 'The requested range lies outside the file.', ['Content-Range', `bytes */${f.size}`]);
+      return null;
+    }
+    const bytes = cache.lookup(f);
+    if (!bytes) return { file: f, headers, range };
+    sendBytes(req, res, entry, f, bytes, headers, range, 'HIT');
+    return null;
+  }
+
+  /** Fetches a miss into the cache (or passes it through) and answers it if it may still be served. */
+  async function fill(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, miss: Miss): Promise<'done' | 'changed'> {
+    const f = miss.file;
+    // A prefetch under way or queued was asked for by the completion, not by this request.
+    const xcache = cache.fetching(f.file_id) || queued.has(f.file_id) ? 'HIT' : 'MISS';
+    const bytes = await cache.ensure(f, () => !follower.serving() || isCurrent(f));
+    if (!bytes) return passThrough(req, res, entry, miss);
+    // The file may have been deleted, switched or changed while its bytes were on their way.
+    const again = await judge(entry);
+    if (refused(res, again)) return 'done';
+    if (again.file.sha256 !== f.sha256) return 'changed';
+    sendBytes(req, res, entry, f, bytes, miss.headers, miss.range, xcache);
     return 'done';
   }
 
@@ -299,47 +346,18 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       sendError(res, 404, 'not_found', 'No file is at this address.');
       return;
     }
-    const entry = { res, fileId: target.id, sha256: '', path: target.path, query: target.query, nowSeconds: Math.floor(Date.now() / 1000) };
-    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      if ((await deliver(req, res, entry)) === 'done') return;
+    const entry: InFlight = { res, fileId: target.id, sha256: '', path: target.path, query: target.query, nowSeconds: Math.floor(Date.now() / 1000) };
+    // Under a lease a hit is answered without a single wait.
+    const first = judge(entry);
+    let miss = respond(req, res, entry, first instanceof Promise ? await first : first);
+    for (let attempt = 0; miss; attempt++) {
+      if ((await fill(req, res, entry, miss)) === 'done') return;
+      if (attempt + 1 === ATTEMPTS) {
+        sendError(res, 503, 'edge_unavailable', 'The file changed while this edge fetched it; try again.', ['Retry-After', '1']);
+        return;
+      }
+      miss = respond(req, res, entry, await judge(entry));
     }
-    sendError(res, 503, 'edge_unavailable', 'The file changed while this edge fetched it; try again.', ['Retry-After', '1']);
-  }
-
-  /** One try at an answer; 'changed' when the file's content changed during a wait. */
-  async function deliver(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight): Promise<'done' | 'changed'> {
-    const judged = await judge(entry.fileId, entry.path, entry.query, entry.nowSeconds);
-    if (refused(res, judged)) return 'done';
-    const f = judged.file;
-    entry.sha256 = f.sha256;
-    const headers = baseHeaders(f, judged.decision.signed, judged.decision.download);
-    const etag = `"${f.sha256}"`;
-    if (notModified(req.headers['if-none-match'], req.headers['if-modified-since'], etag, f.completed_at)) {
-      res.writeHead(304, ['ETag', etag, 'Last-Modified', new Date(f.completed_at).toUTCString(), 'Cache-Control', judged.decision.signed ? 'private, no-store' : publicCache]);
-      res.end();
-      return 'done';
-    }
-    let range = parseRange(req.headers.range, f.size);
-    const ifRange = req.headers['if-range'] as string | undefined;
-    if (range !== null && ifRange !== undefined && ifRange.trim() !== etag) range = null;
-    if (range === 'unsatisfiable') {
-      sendError(res, 416, 'range_not_satisfiable', 'The requested range lies outside the file.', ['Content-Range', `bytes */${f.size}`]);
-      return 'done';
-    }
-    let bytes = cache.lookup(f);
-    let xcache = 'HIT';
-    if (!bytes) {
-      // A prefetch under way or queued was asked for by the completion, not by this request.
-      if (!cache.fetching(f.file_id) && !queued.has(f.file_id)) xcache = 'MISS';
-      bytes = await cache.ensure(f, () => !follower.serving() || isCurrent(f));
-      if (!bytes) return passThrough(req, res, entry, f, headers, range);
-      // The file may have been deleted, switched or changed while its bytes were on their way.
-      const again = await judge(entry.fileId, entry.path, entry.query, entry.nowSeconds);
-      if (refused(res, again)) return 'done';
-      if (again.file.sha256 !== f.sha256) return 'changed';
-    }
-    sendBytes(req, res, f, bytes, headers, range, xcache, responses.track(entry));
-    return 'done';
   }
 
   // Headers that stall, and a client that stops reading, are dropped; nothing waits on them.

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnCoffer, stopAll, type CofferProcess } from '../helpers/processes.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { expectError } from '../helpers/api.js';
 import { isInlineSafe } from '../../src/edge/delivery.js';
 
 const LEASE_MS = 1500;
@@ -161,14 +162,6 @@ function atEvery<T>(fn: (e: Edge) => Promise<T>, list: Edge[] = edges): Promise<
 }
 
 // ---------------------------------------------------------------- expectations
-
-function expectError(r: Res, status: number, code: string, where: string): void {
-  expect(r.status, `${where}: ${r.body.toString().slice(0, 300)}`).toBe(status);
-  expect(String(r.headers['content-type']), where).toMatch(/^application\/json/);
-  expect(r.json?.error?.code, `${where}: ${r.body.toString().slice(0, 300)}`).toBe(code);
-  expect(typeof r.json.error.message, where).toBe('string');
-  expect(r.json.error.message.length, where).toBeGreaterThan(0);
-}
 
 /** An error answer to HEAD: the status, and no file bytes. */
 function expectHeadError(r: Res, status: number, where: string): void {

@@ -22,6 +22,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnCoffer, type CofferProcess } from '../helpers/processes.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { expectError } from '../helpers/api.js';
 import { createDatabase } from '../helpers/postgres.js';
 import { startS3, type TestS3 } from '../helpers/s3.js';
 import type { MetadataStore } from '../../src/core/ports.js';
@@ -67,11 +68,6 @@ function get(base: string, path: string, timeoutMs = 10_000): Promise<Res> {
     req.on('error', reject);
     req.end();
   });
-}
-
-function expectError(r: Res, status: number, code: string, where: string): void {
-  expect(r.status, `${where}: ${r.body.toString().slice(0, 200)}`).toBe(status);
-  expect(r.json?.error?.code, `${where}: ${r.body.toString().slice(0, 200)}`).toBe(code);
 }
 
 /** A load balancer in this process: each new connection goes to the next target in turn. */

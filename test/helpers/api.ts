@@ -23,7 +23,9 @@ function contentType(headers: Answer['headers']): string | undefined {
  * `error` with `code`, a message a person can read (no stack) and an object of `details`, of
  * which `details` given here must be a subset.
  */
-export function expectError(res: Answer, status: number, code: string, details?: Record<string, unknown>, where = ''): void {
+export function expectError(res: Answer, status: number, code: string, details?: Record<string, unknown> | string, where = ''): void {
+  // A string in place of the details names the case in messages.
+  if (typeof details === 'string') [details, where] = [undefined, details];
   const body = ('json' in res ? res.json : res.body) as any;
   const shown = `${where ? `${where}: ` : ''}${Buffer.isBuffer(res.body) ? res.body.toString().slice(0, 300) : JSON.stringify(body)}`;
   expect({ status: res.status, code: body?.error?.code }, shown).toEqual({ status, code });

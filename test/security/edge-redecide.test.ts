@@ -213,16 +213,21 @@ describe('the edge decides again after each wait and before each chunk', () => {
     }
   }
 
+  /** A file cached at `e` and a client that has its first bytes and then stops reading. */
+  async function pausedReader(e: RunningEdge, name: string): Promise<{ rec: { file_id: string }; reader: SlowReader }> {
+    const rec = await uploadBytes(o, randomBytes(SIZE), { name });
+    // The completion prefetches the bytes; wait until they are whole.
+    for (let i = 0; i < 200 && !e.cache.lookup(e.state.files.get(rec.file_id)!); i++) await sleep(50);
+    const reader = new SlowReader(`${e.url}/files/${rec.file_id}`);
+    await reader.headers();
+    expect(reader.status).toBe(200);
+    reader.pause();
+    return { rec, reader };
+  }
+
   for (const how of ['switch', 'delete'] as const) {
     it(`warm edge: a ${how} cuts a response under way before the change is answered`, async () => {
-      const e = await edge();
-      const rec = await uploadBytes(o, randomBytes(SIZE), { name: 'warm.bin' });
-      // The completion prefetches the bytes; wait until they are whole.
-      for (let i = 0; i < 200 && !e.cache.lookup(e.state.files.get(rec.file_id)!); i++) await sleep(50);
-      const reader = new SlowReader(`${e.url}/files/${rec.file_id}`);
-      await reader.headers();
-      expect(reader.status).toBe(200);
-      reader.pause();
+      const { rec, reader } = await pausedReader(await edge(), 'warm.bin');
       await sleep(200);
       await change(how, rec.file_id);
       reader.resume();
@@ -233,12 +238,7 @@ describe('the edge decides again after each wait and before each chunk', () => {
 
   it('an edge without a lease asks the origin before each chunk and stops when the answer changes', async () => {
     const e = await edge();
-    const rec = await uploadBytes(o, randomBytes(SIZE), { name: 'lapsed.bin' });
-    for (let i = 0; i < 200 && !e.cache.lookup(e.state.files.get(rec.file_id)!); i++) await sleep(50);
-    const reader = new SlowReader(`${e.url}/files/${rec.file_id}`);
-    await reader.headers();
-    expect(reader.status).toBe(200);
-    reader.pause();
+    const { rec, reader } = await pausedReader(e, 'lapsed.bin');
     hop.cutFeed();
     for (let i = 0; i < 100 && e.follower.serving(); i++) await sleep(50);
     expect(e.follower.serving()).toBe(false);

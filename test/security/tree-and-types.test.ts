@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { expectError } from '../helpers/api.js';
 import { MAX_FOLDER_DEPTH } from '../../src/core/upload.js';
 import { newId } from '../../src/core/ids.js';
 import { nameKey } from '../../src/core/names.js';
@@ -15,14 +16,6 @@ import { EdgeState, type EdgeFile, type EdgeFolder } from '../../src/edge/state.
 
 const EDGE_TOKEN = 'tree-edge-token-' + randomBytes(12).toString('hex');
 
-type Res = { status: number; body: any };
-
-function expectError(r: Res, status: number, code: string, details?: Record<string, unknown>): void {
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  expect(r.body.error.code).toBe(code);
-  expect(r.body.error.message.length).toBeGreaterThan(0);
-  if (details) expect(r.body.error.details).toMatchObject(details);
-}
 
 describe('folder nesting limit', () => {
   let o: TestOrigin;

@@ -143,6 +143,39 @@ class Base64Decoder {
   }
 }
 
+interface EscapeRun {
+  pos: number;
+  /** Characters gathered in the batch so far. */
+  length: number;
+  /** A \u escape with a character that is not a hex digit: malformed JSON. */
+  malformed: boolean;
+  /** A well-formed escape of a character that is not base64. */
+  invalid: boolean;
+}
+
+/**
+ * Decodes the whole `\uXXXX` escapes that follow one another from `run.pos`, into `out`
+ * until it is full. A plain function: locals of the async parser live on the heap.
+ */
+function decodeEscapeRun(chunk: Buffer, run: EscapeRun, out: Buffer): void {
+  let pos = run.pos;
+  let n = run.length;
+  const end = chunk.length - 6;
+  while (n < out.length && pos <= end && chunk[pos] === BACKSLASH && chunk[pos + 1] === 0x75 /* u */) {
+    const d1 = HEX_VALUE[chunk[pos + 2]!]!;
+    const d2 = HEX_VALUE[chunk[pos + 3]!]!;
+    const d3 = HEX_VALUE[chunk[pos + 4]!]!;
+    const d4 = HEX_VALUE[chunk[pos + 5]!]!;
+    pos += 6;
+    const value = (d1 << 12) | (d2 << 8) | (d3 << 4) | d4;
+    if ((d1 | d2 | d3 | d4) < 0) run.malformed = true;
+    else if (value < 256 && IS_BASE64[value]) out[n++] = value;
+    else run.invalid = true;
+  }
+  run.pos = pos;
+  run.length = n;
+}
+
 /**
  * The fields that came before `body`, read from the skeleton so far (which ends with the
  * body's opening quote), or null when that text is not a JSON object's start.
@@ -197,6 +230,7 @@ export async function readChunkBody(
     await decoder!.feed(escapedChars, 0, n);
   };
   let isMalformed = false;
+  const run: EscapeRun = { pos: 0, length: 0, malformed: false, invalid: false };
 
   try {
     for await (const chunk of source) {
@@ -239,6 +273,20 @@ export async function readChunkBody(
             segStart = pos;
             continue;
           }
+          // A run of whole \uXXXX escapes is decoded in one plain loop, outside this async function.
+          for (;;) {
+            run.pos = pos;
+            run.length = escapedLength;
+            decodeEscapeRun(chunk, run, escapedChars);
+            pos = run.pos;
+            escapedLength = run.length;
+            if (escapedLength < ESCAPED_BATCH) break;
+            await flushEscaped();
+          }
+          if (run.malformed) isMalformed = true;
+          if (run.invalid) decoder!.invalid = true;
+          segStart = pos;
+          if (pos === chunk.length) continue;
           // Positions found once per chunk and reused while ahead: a body of many escapes stays linear.
           if (nextQuote !== -1 && nextQuote < pos) nextQuote = chunk.indexOf(QUOTE, pos);
           if (nextBackslash !== -1 && nextBackslash < pos) nextBackslash = chunk.indexOf(BACKSLASH, pos);

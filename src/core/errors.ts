@@ -41,6 +41,8 @@ export const errors = {
   uploadNotFound: (message = 'These upload values match no open upload: start a new upload with /collections/upload/file.') =>
     new CofferError(404, 'upload_not_found', message),
   notFound: (message = 'No such resource.') => new CofferError(404, 'not_found', message),
+  /** No route answers this method and path (the query left out of the message). */
+  noRoute: (method: string, url: string) => new CofferError(404, 'not_found', `Nothing is at ${method} ${url.split('?')[0]}.`),
   missingParts: (missing: number[]) =>
     new CofferError(409, 'missing_parts', `The upload is missing ${missing.length} part(s); send them, then complete again.`, { missing }),
   uploadCompleted: () =>

@@ -179,7 +179,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     return sendError(reply, err);
   });
 
-  app.setNotFoundHandler((request, reply) => sendError(reply, errors.notFound(`Nothing is at ${request.method} ${request.url.split('?')[0]}.`)));
+  app.setNotFoundHandler((request, reply) => sendError(reply, errors.noRoute(request.method, request.url)));
 
   await app.register(swagger, {
     openapi: {

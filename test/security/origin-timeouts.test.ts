@@ -63,6 +63,16 @@ test('a 60 kB body that stops after "{" is dropped: at once without a key, after
   }
 });
 
+test('a body sent to a path no route answers is not waited for: 404 at once, and the connection closes', async () => {
+  for (const path of ['/nowhere', '/collections/nowhere', '/%63ollections/nowhere']) {
+    const { held, answer } = await stall(`${post(path, '', 60_000)}{`);
+    expect(answer).toMatch(/^HTTP\/1\.1 404/);
+    expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+    expect(answer).toContain('"not_found"');
+    expect(held).toBeLessThan(IDLE_TIMEOUT_MS);
+  }
+});
+
 test('a chunk body that stalls is dropped and leaves no part behind', async () => {
   const init = await o.post('/collections/upload/file', { name: 'a.bin', visibility: 'Public', size: 100, file_type: 'other' });
   const s = init.body;

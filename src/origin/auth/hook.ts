@@ -1,4 +1,5 @@
 /** The one place requests are authenticated and rate limited: by the declaration of the route that matched. */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { errors } from '../../core/errors.js';
 import { RateLimiter } from '../rate-limit.js';
@@ -33,8 +34,11 @@ export function installAuthentication(app: FastifyInstance, opts: Authentication
     const access = accessOf(request);
     if (access === undefined) {
       // The not-found handler answers 404 to anyone; a matched route always has a declaration.
-      if (request.is404) return;
-      throw errors.unauthorized('This route is not open to anyone.');
+      if (!request.is404) throw errors.unauthorized('This route is not open to anyone.');
+      if (!announcesBody(request.headers)) return;
+      // A body nobody will read: answer now and close rather than wait for it to arrive.
+      reply.header('Connection', 'close');
+      throw errors.noRoute(request.method, request.url);
     }
     try {
       if (RATE_LIMITED.has(access)) {
@@ -48,4 +52,10 @@ export function installAuthentication(app: FastifyInstance, opts: Authentication
       throw err;
     }
   });
+}
+
+/** Whether the request says a body follows its headers. */
+function announcesBody(headers: IncomingHttpHeaders): boolean {
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }

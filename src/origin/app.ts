@@ -234,7 +234,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', async (request: FastifyRequest, payload: NodeJS.ReadableStream) => {
       const length = request.headers['content-length'];
-      const body = await readChunkBody(payload as AsyncIterable<Buffer>, (fields) => service.openPartWriter(fields), CHUNK_BODY_LIMIT, length === undefined ? undefined : Number(length));
+      const body = await readChunkBody(payload as AsyncIterable<Buffer>, (fields) => service.uploads.openPartWriter(fields), CHUNK_BODY_LIMIT, length === undefined ? undefined : Number(length));
       if (body.writer) request.chunkPart = { writer: body.writer, invalidBase64: body.invalidBase64 };
       return body.fields;
     });
@@ -252,7 +252,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
         const fields = request.body as { bucket: string; key: string; uploadId: string; fileId: string; partNumber: number };
         const part = request.chunkPart;
         if (!part) throw errors.invalidRequest('"body" must be a string.', 'body');
-        return service.uploadPart({ ...fields, writer: part.writer, invalidBase64: part.invalidBase64 });
+        return service.uploads.receivePart({ ...fields, writer: part.writer, invalidBase64: part.invalidBase64 });
       },
     });
   });

@@ -71,9 +71,9 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
 
   const sweep = async () => {
     try {
-      await service.expireUploads();
+      await service.uploads.expire();
       await service.emptyTrash();
-      await service.expireSessions();
+      await service.sessions.expire();
     } catch (err) {
       app.log.error({ err }, 'sweeping stale uploads and sessions failed');
     }
@@ -104,7 +104,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
         hub.endStreams();
         await app.close();
         await hub.close();
-        await service.drain();
+        await service.uploads.drain();
         await service.emptyTrash().catch(() => {});
         await blobs.close();
         await meta.close();

@@ -37,7 +37,7 @@ export async function registerSessionRoutes(app: FastifyInstance, service: Coffe
   /** The live session of the request's cookie; a dead cookie is cleared on the way out. */
   const requireSession = async (request: FastifyRequest, reply: FastifyReply) => {
     const token = sessionToken(request.headers.cookie);
-    const session = token === undefined ? null : await service.findSession(token);
+    const session = token === undefined ? null : await service.sessions.find(token);
     if (!session || token === undefined) {
       if (hasSessionCookie(request.headers.cookie)) reply.header('Set-Cookie', cookie(request, '', 0));
       throw errors.unauthorized('No live session: sign in with POST /session.');
@@ -63,8 +63,8 @@ export async function registerSessionRoutes(app: FastifyInstance, service: Coffe
       if (!matches(access_key)) throw errors.unauthorized('The access key is not valid.');
       // A new sign-in replaces the session this browser had, rather than leaving it live.
       const previous = sessionToken(request.headers.cookie);
-      if (previous !== undefined) await service.endSession(previous);
-      const session = await service.startSession();
+      if (previous !== undefined) await service.sessions.end(previous);
+      const session = await service.sessions.start();
       reply.header('Set-Cookie', cookie(request, session.token, opts.ttlSeconds));
       return answer(reply, session);
     },
@@ -100,7 +100,7 @@ export async function registerSessionRoutes(app: FastifyInstance, service: Coffe
       ending.set(request, token);
     },
     handler: async (request, reply) => {
-      await service.endSession(ending.get(request)!);
+      await service.sessions.end(ending.get(request)!);
       reply.header('Set-Cookie', cookie(request, '', 0));
       reply.header('Cache-Control', 'no-store');
       return { ended: true as const };

@@ -24,7 +24,7 @@ export interface AuthenticatorOptions {
   accessKey: string;
   /** The edge tokens valid now; none means no edge is let in. */
   edgeTokens: string[];
-  service: Pick<CofferService, 'findSession'>;
+  service: { sessions: Pick<CofferService['sessions'], 'find'> };
 }
 
 /**
@@ -52,7 +52,7 @@ export function authenticator(opts: AuthenticatorOptions): (access: Access, head
           return { kind: 'root' };
         }
         const token = sessionToken(headers.cookie);
-        const session = token === undefined ? null : await opts.service.findSession(token);
+        const session = token === undefined ? null : await opts.service.sessions.find(token);
         if (!session) throw errors.unauthorized('The session has ended or expired; sign in again (POST /session), or send "Authorization: Bearer <ACCESS_KEY>".');
         checkCsrf(session.csrfToken, headers[CSRF_HEADER]);
         return { kind: 'session', expiresAt: session.expiresAt };

@@ -8,7 +8,7 @@ export const initiateUpload = endpoint({
   description: 'Creates the file record (status "uploading") and the upload session whose values every chunk carries. Chunks are 5 MiB; part_count is max(1, ceil(size / chunk_size)).',
   body: api.InitiateUploadRequest,
   response: api.UploadSession,
-  handle: (s, body) => s.initiateUpload(body),
+  handle: (s, body) => s.uploads.initiate(body),
 });
 
 export const completeUpload = endpoint({
@@ -18,7 +18,7 @@ export const completeUpload = endpoint({
   description: 'Joins the parts into one file, computes its SHA-256 and makes it ready. Calling it again on a ready file returns the same record. 409 missing_parts lists the missing part numbers in details.missing.',
   body: api.FileIdRequest,
   response: api.FileRecord,
-  handle: (s, body) => s.completeUpload(body.file_id),
+  handle: (s, body) => s.uploads.complete(body.file_id),
 });
 
 export const uploadStatus = endpoint({
@@ -28,7 +28,7 @@ export const uploadStatus = endpoint({
   description: 'The parts received and missing, so a client can resume after a failure.',
   body: api.FileIdRequest,
   response: api.UploadStatusResponse,
-  handle: (s, body) => s.uploadStatus(body.file_id),
+  handle: (s, body) => s.uploads.status(body.file_id),
 });
 
 export const abortUpload = endpoint({
@@ -38,5 +38,5 @@ export const abortUpload = endpoint({
   description: 'Discards an open upload and its parts.',
   body: api.FileIdRequest,
   response: api.AbortUploadResponse,
-  handle: (s, body) => s.abortUpload(body.file_id),
+  handle: (s, body) => s.uploads.abort(body.file_id),
 });

@@ -1,0 +1,72 @@
+/**
+ * What every part of the service shares: the ports, the options, the clock, the publisher
+ * that holds answers until edges have a change, and the lookups each rule starts from.
+ */
+import { errors } from '../core/errors.js';
+import { MAX_FOLDER_DEPTH } from '../core/upload.js';
+import type { BlobStore, MetadataStore, MetadataTx, RowLock, StoredFile, StoredFolder } from '../core/ports.js';
+import type { FileRecord, FolderRecord } from '../core/api.js';
+import { ROOT_CONTEXT, chainIsComplete, contextOfChain, fileRecord, folderRecord, type FolderContext } from './records.js';
+import { Trash } from './trash.js';
+
+export interface ServiceOptions {
+  cdnUrl: string;
+  /** The first signs; all verify. */
+  signingSecrets: string[];
+  uploadTtlSeconds: number;
+  /** How long a Playground session lasts; 12 hours when not given. */
+  sessionTtlSeconds?: number;
+  maxFileSize: number;
+  now?: () => number;
+  /** Told of background failures that no request will report. */
+  onBackgroundError?: (what: string, err: unknown) => void;
+}
+
+/** Called after a change is committed with its last event's sequence; resolves once edges have it. */
+export type EventPublisher = (seq: number) => Promise<void>;
+
+export class ServiceContext {
+  readonly now: () => number;
+  /** Replaced by the edge feed, which holds answers until edges have acknowledged. */
+  publish: EventPublisher = async () => {};
+  readonly trash: Trash;
+
+  constructor(readonly meta: MetadataStore, readonly blobs: BlobStore, readonly opts: ServiceOptions) {
+    this.now = opts.now ?? Date.now;
+    this.trash = new Trash(meta, blobs, opts.onBackgroundError);
+  }
+
+  async folderContext(tx: MetadataTx, folderId: string | null): Promise<FolderContext> {
+    return folderId === null ? ROOT_CONTEXT : contextOfChain(await tx.folderChain(folderId));
+  }
+
+  /** A folder placed under `parentChain` with `height` levels below it must not sit deeper than MAX_FOLDER_DEPTH. */
+  checkDepth(parentChain: StoredFolder[], height: number): void {
+    if (!chainIsComplete(parentChain) || parentChain.length + 1 + height > MAX_FOLDER_DEPTH) throw errors.folderTooDeep(MAX_FOLDER_DEPTH);
+  }
+
+  async requireFolder(tx: MetadataTx, folderId: string, field = 'folder_id', lock?: RowLock): Promise<StoredFolder> {
+    const folder = await tx.getFolder(folderId, lock);
+    if (!folder) throw errors.folderNotFound(folderId, field);
+    return folder;
+  }
+
+  isExpired(file: StoredFile): boolean {
+    return file.status === 'uploading' && file.upload_expires_at !== null && file.upload_expires_at <= this.now();
+  }
+
+  /** A file as clients may see it: an expired upload no longer exists. */
+  async requireFile(tx: MetadataTx, fileId: string, lock?: RowLock): Promise<StoredFile> {
+    const file = await tx.getFile(fileId, lock);
+    if (!file || this.isExpired(file)) throw errors.fileNotFound(fileId);
+    return file;
+  }
+
+  async toFileRecord(tx: MetadataTx, file: StoredFile): Promise<FileRecord> {
+    return fileRecord(file, await this.folderContext(tx, file.folder_id), this.opts.cdnUrl);
+  }
+
+  async toFolderRecord(tx: MetadataTx, folder: StoredFolder): Promise<FolderRecord> {
+    return folderRecord(folder, await this.folderContext(tx, folder.parent_id));
+  }
+}

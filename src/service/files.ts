@@ -1,0 +1,57 @@
+/** Files (contract §5): get, update (rename, move, visibility) and delete. */
+import { nameKey, validateName } from '../core/names.js';
+import { parseVisibility } from '../core/records.js';
+import { errors } from '../core/errors.js';
+import type { StoredFile } from '../core/ports.js';
+import type { FileRecord, UpdateFileRequest } from '../core/api.js';
+import { fileEventData, fileRecord } from './records.js';
+import type { ServiceContext } from './context.js';
+import { removeFiles } from './trash.js';
+
+export class Files {
+  constructor(private readonly c: ServiceContext) {}
+
+  async get(fileId: string): Promise<FileRecord> {
+    return this.c.toFileRecord(this.c.meta.read, await this.c.requireFile(this.c.meta.read, fileId));
+  }
+
+  async update(req: UpdateFileRequest): Promise<FileRecord> {
+    const { record, seq } = await this.c.meta.transaction(async (tx) => {
+      // The destination folder is locked before the file, the order a folder delete locks them in.
+      const destination = req.folder_id ? await tx.getFolder(req.folder_id, 'share') : undefined;
+      const file = await this.c.requireFile(tx, req.file_id, 'update');
+      let folderId = file.folder_id;
+      if (req.folder_id !== undefined) {
+        folderId = req.folder_id;
+        if (folderId !== null && !destination) throw errors.folderNotFound(folderId, 'folder_id');
+      }
+      const name = req.name === undefined ? file.name : validateName(req.name);
+      const visibility = req.visibility === undefined ? file.visibility : parseVisibility(req.visibility);
+      if (name === file.name && folderId === file.folder_id && visibility === file.visibility) {
+        return { record: await this.c.toFileRecord(tx, file), seq: 0 };
+      }
+      const now = this.c.now();
+      const updated: StoredFile = { ...file, name, name_key: nameKey(name), folder_id: folderId, visibility, updated_at: now };
+      await tx.updateFile(file.id, { name, name_key: updated.name_key, folder_id: folderId, visibility, updated_at: now });
+      const context = await this.c.folderContext(tx, folderId);
+      let seq = 0;
+      if (file.status === 'ready') {
+        seq = await tx.appendEvent({ type: 'file.updated', file_id: file.id, folder_id: folderId, data: fileEventData(updated, context) }, now);
+      }
+      return { record: fileRecord(updated, context, this.c.opts.cdnUrl), seq };
+    });
+    if (seq) await this.c.publish(seq);
+    return record;
+  }
+
+  async delete(fileId: string): Promise<{ file_id: string; deleted: true }> {
+    const seq = await this.c.meta.transaction(async (tx) => {
+      // Locked: a completion of this file commits before this reads it, or after it is gone.
+      const file = await this.c.requireFile(tx, fileId, 'update');
+      return removeFiles(tx, [file], this.c.now());
+    });
+    this.c.trash.empty();
+    if (seq) await this.c.publish(seq);
+    return { file_id: fileId, deleted: true };
+  }
+}

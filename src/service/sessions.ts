@@ -1,0 +1,47 @@
+/** Playground sessions: a cookie token whose hash alone is stored, and a CSRF token beside it. */
+import { createHash, randomBytes } from 'node:crypto';
+import type { ServiceContext } from './context.js';
+
+export const DEFAULT_SESSION_TTL_SECONDS = 43_200;
+
+/** A live session as the origin needs it: what to compare the CSRF header with, and until when. */
+export interface Session {
+  csrfToken: string;
+  expiresAt: number;
+}
+
+/** The key a session is stored under: its token's SHA-256, never the token. */
+export const sessionTokenHash = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+export class Sessions {
+  constructor(private readonly c: ServiceContext) {}
+
+  /** Opens a session for a caller that has shown the access key; the token goes in the cookie only. */
+  async start(): Promise<Session & { token: string }> {
+    // 256 random bits each: neither can be guessed.
+    const token = randomBytes(32).toString('base64url');
+    const csrfToken = randomBytes(32).toString('base64url');
+    const now = this.c.now();
+    const expiresAt = now + (this.c.opts.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_SECONDS) * 1000;
+    await this.c.meta.transaction((tx) => tx.insertSession({ token_hash: sessionTokenHash(token), csrf_token: csrfToken, created_at: now, expires_at: expiresAt }));
+    return { token, csrfToken, expiresAt };
+  }
+
+  /** The live session a cookie's token names, or null: unknown, ended and expired alike. */
+  async find(token: string): Promise<Session | null> {
+    const row = await this.c.meta.read.getSession(sessionTokenHash(token));
+    // Expired sessions are refused at once; the sweeper only tidies up.
+    if (!row || row.expires_at <= this.c.now()) return null;
+    return { csrfToken: row.csrf_token, expiresAt: row.expires_at };
+  }
+
+  /** Ends a session for good: its cookie is worthless from now on, wherever it is replayed. */
+  async end(token: string): Promise<boolean> {
+    return this.c.meta.transaction((tx) => tx.deleteSession(sessionTokenHash(token)));
+  }
+
+  /** Deletes expired sessions; returns how many. */
+  async expire(): Promise<number> {
+    return this.c.meta.deleteExpiredSessions(this.c.now());
+  }
+}

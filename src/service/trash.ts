@@ -1,0 +1,74 @@
+/**
+ * Blobs whose records are gone are queued in the same transaction as the change and removed
+ * here afterwards, so a crash between the two leaves a queue entry, never a lost blob.
+ */
+import type { BlobStore, BlobToDelete, MetadataStore, MetadataTx, StoredFile } from '../core/ports.js';
+
+export class Trash {
+  private running: Promise<void> | null = null;
+  private again = false;
+
+  constructor(
+    private readonly meta: MetadataStore,
+    private readonly blobs: BlobStore,
+    private readonly onError?: (what: string, err: unknown) => void,
+  ) {}
+
+  /** Removes queued blobs; runs after each change and at start, one pass at a time. */
+  empty(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        for (;;) {
+          const batch = await this.meta.pendingBlobDeletions(100);
+          if (batch.length === 0) break;
+          const done: number[] = [];
+          for (const blob of batch) {
+            try {
+              await this.remove(blob);
+              done.push(blob.id);
+            } catch (err) {
+              // Left queued for the next pass.
+              this.onError?.(`removing blob ${blob.blob_key}`, err);
+            }
+          }
+          await this.meta.forgetBlobDeletions(done);
+          if (done.length < batch.length) break;
+        }
+      } while (this.again);
+    })().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async remove(blob: BlobToDelete): Promise<void> {
+    if (blob.upload_id) await this.blobs.abortMultipart(blob.blob_key, blob.upload_id);
+    if (blob.object) await this.blobs.delete(blob.blob_key);
+  }
+}
+
+/** What must go from the blob store with a file: its object once ready, its multipart upload before. */
+export function blobOf(file: StoredFile): BlobToDelete {
+  const ready = file.status === 'ready';
+  return { bucket: file.bucket, blob_key: file.blob_key, upload_id: ready ? null : file.upload_id, object: ready ? 1 : 0 };
+}
+
+/**
+ * Removes files in a transaction: their rows, their blobs queued for the trash, and a
+ * `file.deleted` event for each one edges may hold (ready files). Returns the last event's
+ * sequence, 0 when there was none.
+ */
+export async function removeFiles(tx: MetadataTx, files: StoredFile[], now: number): Promise<number> {
+  let seq = 0;
+  for (const file of files) {
+    if (file.status === 'ready') seq = await tx.appendEvent({ type: 'file.deleted', file_id: file.id, folder_id: file.folder_id, data: { file_id: file.id } }, now);
+  }
+  await tx.deleteFiles(files.map((f) => f.id));
+  await tx.queueBlobDeletion(files.map(blobOf), now);
+  return seq;
+}

@@ -1,0 +1,106 @@
+/** Folders (contract §5): create, get, update (rename, move, visibility) and delete. */
+import { errors } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { nameKey, validateName } from '../core/names.js';
+import { parseVisibility } from '../core/records.js';
+import { MAX_FOLDER_DEPTH } from '../core/upload.js';
+import type { StoredFolder } from '../core/ports.js';
+import type { CreateFolderRequest, DeleteFolderRequest, DeleteFolderResponse, FolderRecord, UpdateFolderRequest } from '../core/api.js';
+import { folderEventData } from './records.js';
+import type { ServiceContext } from './context.js';
+import { removeFiles } from './trash.js';
+
+export class Tree {
+  constructor(private readonly c: ServiceContext) {}
+
+  async create(req: CreateFolderRequest): Promise<FolderRecord> {
+    const parentId = req.parent_id ?? null;
+    const { record, seq } = await this.c.meta.transaction(async (tx) => {
+      await tx.lockFolderTree();
+      if (parentId !== null) {
+        await this.c.requireFolder(tx, parentId, 'parent_id');
+        this.c.checkDepth(await tx.folderChain(parentId), 0);
+      }
+      const name = validateName(req.name);
+      const existing = await tx.findFolderByName(parentId, name);
+      if (existing) throw errors.folderExists(name, existing.id);
+      const visibility = parseVisibility(req.visibility);
+      const now = this.c.now();
+      const folder: StoredFolder = { id: newId(), name, name_key: nameKey(name), visibility, parent_id: parentId, created_at: now, updated_at: now };
+      await tx.insertFolder(folder);
+      const seq = await tx.appendEvent({ type: 'folder.created', folder_id: folder.id, data: folderEventData(folder) }, now);
+      return { record: await this.c.toFolderRecord(tx, folder), seq };
+    });
+    await this.c.publish(seq);
+    return record;
+  }
+
+  async get(folderId: string): Promise<FolderRecord> {
+    return this.c.toFolderRecord(this.c.meta.read, await this.c.requireFolder(this.c.meta.read, folderId));
+  }
+
+  async update(req: UpdateFolderRequest): Promise<FolderRecord> {
+    const { record, seq } = await this.c.meta.transaction(async (tx) => {
+      await tx.lockFolderTree();
+      const folder = await this.c.requireFolder(tx, req.folder_id);
+      let parentId = folder.parent_id;
+      if (req.parent_id !== undefined) {
+        parentId = req.parent_id;
+        if (parentId !== null) {
+          await this.c.requireFolder(tx, parentId, 'parent_id');
+          const chain = await tx.folderChain(parentId);
+          if (chain.some((f) => f.id === folder.id)) throw errors.cycle();
+          // Every folder of the moved subtree must stay within the limit.
+          if (parentId !== folder.parent_id) this.c.checkDepth(chain, await tx.folderHeight(folder.id, MAX_FOLDER_DEPTH));
+        }
+      }
+      let name = folder.name;
+      let nameError: unknown = null;
+      if (req.name !== undefined) {
+        try {
+          name = validateName(req.name);
+        } catch (err) {
+          nameError = err;
+        }
+      }
+      if (nameError === null && (name !== folder.name || parentId !== folder.parent_id)) {
+        const existing = await tx.findFolderByName(parentId, name);
+        if (existing && existing.id !== folder.id) throw errors.folderExists(name, existing.id);
+      }
+      if (nameError) throw nameError;
+      const visibility = req.visibility === undefined ? folder.visibility : parseVisibility(req.visibility);
+      const changed = name !== folder.name || parentId !== folder.parent_id || visibility !== folder.visibility;
+      if (!changed) return { record: await this.c.toFolderRecord(tx, folder), seq: 0 };
+      const now = this.c.now();
+      const updated: StoredFolder = { ...folder, name, name_key: nameKey(name), parent_id: parentId, visibility, updated_at: now };
+      await tx.updateFolder(folder.id, { name, name_key: updated.name_key, parent_id: parentId, visibility, updated_at: now });
+      const seq = await tx.appendEvent({ type: 'folder.updated', folder_id: folder.id, data: folderEventData(updated) }, now);
+      return { record: await this.c.toFolderRecord(tx, updated), seq };
+    });
+    if (seq) await this.c.publish(seq);
+    return record;
+  }
+
+  async delete(req: DeleteFolderRequest): Promise<DeleteFolderResponse> {
+    const { result, seq } = await this.c.meta.transaction(async (tx) => {
+      await tx.lockFolderTree();
+      const folder = await this.c.requireFolder(tx, req.folder_id);
+      if (!req.recursive) {
+        const children = await tx.countChildren(folder.id);
+        if (children.files > 0 || children.folders > 0) throw errors.folderNotEmpty(folder.id, children.files, children.folders);
+      }
+      const folderIds = [folder.id, ...(await tx.descendantFolderIds(folder.id))];
+      // Folders, then their files, as every transaction locks them: no file goes in or changes meanwhile.
+      await tx.lockFolders(folderIds);
+      const files = await tx.filesInFolders(folderIds, 'update');
+      const now = this.c.now();
+      let seq = await removeFiles(tx, files, now);
+      await tx.deleteFolders(folderIds);
+      for (const id of [...folderIds].reverse()) seq = await tx.appendEvent({ type: 'folder.deleted', folder_id: id, data: { folder_id: id } }, now);
+      return { result: { folder_id: folder.id, deleted_files: files.length, deleted_folders: folderIds.length }, seq };
+    });
+    this.c.trash.empty();
+    await this.c.publish(seq);
+    return result;
+  }
+}

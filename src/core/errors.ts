@@ -33,6 +33,10 @@ export const errors = {
     new CofferError(400, code, message, { field, ...extra }),
   unauthorized: (message = 'Send the access key as "Authorization: Bearer <ACCESS_KEY>".') =>
     new CofferError(401, 'unauthorized', message),
+  forbidden: (message: string, extra: ErrorDetails = {}) => new CofferError(403, 'forbidden', message, extra),
+  /** Outside a confined caller's folder: answered as if it did not exist. */
+  outOfReach: (message = 'Nothing is there for this key.') => new CofferError(404, 'not_found', message),
+  keyNotFound: (keyId: string) => new CofferError(404, 'key_not_found', `No key has the id "${keyId}".`, { key_id: keyId }),
   csrfFailed: (message: string) => new CofferError(403, 'csrf_failed', message),
   fileNotFound: (fileId: string) =>
     new CofferError(404, 'file_not_found', `No file has the id "${fileId}".`, { file_id: fileId }),

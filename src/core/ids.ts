@@ -24,3 +24,6 @@ export function newId(): string {
 
 /** A secret: 256 random bits with a readable prefix so scanners can spot leaks. */
 export const newSecret = (prefix: string): string => `${prefix}_${randomBase64Url(32)}`;
+
+/** The secret half of a key or grant: 256 random bits, 43 URL-safe characters. */
+export const newSecretPart = (): string => randomBase64Url(32);

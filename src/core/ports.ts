@@ -3,6 +3,7 @@
  * Adapters implement them; the service holds every rule and calls only these.
  */
 import type { FileStatus, FileType, Visibility } from './records.js';
+import type { StoredGrant, StoredKey } from './access.js';
 
 export interface StoredFolder {
   id: string;
@@ -32,6 +33,10 @@ export interface StoredFile {
   blob_key: string;
   upload_id: string | null;
   upload_expires_at: number | null;
+  /** The upload grant the upload was started under, if any. */
+  grant_id: string | null;
+  /** Signed links issued up to this time (Unix ms) are revoked. */
+  links_revoked_at: number | null;
 }
 
 export interface StoredPart {
@@ -103,8 +108,28 @@ export interface BlobToDelete {
  */
 export type RowLock = 'share' | 'update';
 
+/** Keys other than the root key (contract §10). */
+export interface KeyRows {
+  insert(key: StoredKey): Promise<void>;
+  get(id: string): Promise<StoredKey | undefined>;
+  list(): Promise<StoredKey[]>;
+  /** Sets revoked_at unless the key is revoked already. */
+  revoke(id: string, at: number): Promise<void>;
+  touch(id: string, at: number): Promise<void>;
+}
+
+/** Upload grants (contract §10). */
+export interface GrantRows {
+  insert(grant: StoredGrant): Promise<void>;
+  get(id: string): Promise<StoredGrant | undefined>;
+  /** Counts one more file against the grant; false when it has none left. */
+  use(id: string): Promise<boolean>;
+}
+
 /** Operations inside one transaction: all of them commit together or none does. */
 export interface MetadataTx {
+  readonly keys: KeyRows;
+  readonly grants: GrantRows;
   getFolder(id: string, lock?: RowLock): Promise<StoredFolder | undefined>;
   /**
    * The folder and every folder above it, nearest first; at most MAX_FOLDER_DEPTH of them,

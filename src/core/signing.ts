@@ -9,6 +9,8 @@ export type AsyncHmacSha256 = (secret: string, message: string) => Promise<Uint8
 
 export const SIG_PARAM = 'X-Sig';
 export const EXPIRES_PARAM = 'X-Expires';
+/** When the link was signed, in Unix milliseconds: a file's links revoked at T are those issued at or before T. */
+export const ISSUED_PARAM = 'X-Issued';
 export const MAX_EXPIRY_SECONDS = 86_400;
 export const DEFAULT_EXPIRY_SECONDS = 3_600;
 /** Clocks of the signer and the edge may disagree this much; a link expiring later than now + MAX_EXPIRY_SECONDS + this is refused. */
@@ -42,6 +44,8 @@ export interface SignOptions {
   now?: number;
   /** Extra parameters signed along, such as download=1. */
   params?: Record<string, string>;
+  /** Unix milliseconds the link is issued at; defaults to `now`, else the current time. */
+  issuedAtMs?: number;
 }
 
 export interface SignedPath {
@@ -54,7 +58,8 @@ function signedPairs(opts: SignOptions): { pairs: Array<[string, string]>; expir
   if (!(opts.expiresIn >= 1 && opts.expiresIn <= MAX_EXPIRY_SECONDS)) throw new RangeError(`A link lives from 1 to ${MAX_EXPIRY_SECONDS} seconds, not ${opts.expiresIn}.`);
   const now = opts.now ?? Math.floor(Date.now() / 1000);
   const expires = now + Math.floor(opts.expiresIn);
-  const pairs: Array<[string, string]> = [[EXPIRES_PARAM, String(expires)]];
+  const issued = opts.issuedAtMs ?? (opts.now !== undefined ? opts.now * 1000 : Date.now());
+  const pairs: Array<[string, string]> = [[EXPIRES_PARAM, String(expires)], [ISSUED_PARAM, String(Math.floor(issued))]];
   for (const [k, v] of Object.entries(opts.params ?? {})) pairs.push([k, v]);
   return { pairs, expires };
 }
@@ -94,7 +99,8 @@ export function parseQuery(rawQuery: string): Array<[string, string]> | null {
 
 export type LinkCheck =
   | { kind: 'unsigned'; download: boolean }
-  | { kind: 'valid'; expires: number; download: boolean }
+  /** `issuedMs`: X-Issued, or for a link without one the earliest it could have been signed. */
+  | { kind: 'valid'; expires: number; download: boolean; issuedMs: number }
   | { kind: 'invalid' }
   | { kind: 'expired'; expires: number };
 
@@ -133,6 +139,8 @@ export function verifyLink(path: string, rawQuery: string, secrets: readonly str
   if (sigs.length !== 1 || expiresValues.length !== 1) return { kind: 'invalid' };
   const expiresText = expiresValues[0]![1];
   if (!/^\d{1,15}$/.test(expiresText)) return { kind: 'invalid' };
+  const issuedValues = pairs.filter(([k]) => k === ISSUED_PARAM);
+  if (issuedValues.length > 1 || (issuedValues.length === 1 && !/^\d{1,15}$/.test(issuedValues[0]![1]))) return { kind: 'invalid' };
   const sigText = sigs[0]![1];
   const given = base64UrlToBytes(sigText);
   // One spelling only: the unused low bits of the last character must be zero, as the signer writes them.
@@ -146,7 +154,13 @@ export function verifyLink(path: string, rawQuery: string, secrets: readonly str
   // No signer issues a link for longer than a day: one that claims to be is refused, however it was made.
   if (expires > nowSeconds + MAX_EXPIRY_SECONDS + LINK_CLOCK_SKEW_SECONDS) return { kind: 'invalid' };
   if (nowSeconds > expires) return { kind: 'expired', expires };
-  return { kind: 'valid', expires, download };
+  // A link signed before X-Issued existed lived at most a day: it was issued no earlier than that.
+  const issuedMs = issuedValues.length === 1 ? Number(issuedValues[0]![1]) : (expires - MAX_EXPIRY_SECONDS) * 1000;
+  return { kind: 'valid', expires, download, issuedMs };
 }
+
+/** Whether a valid link was issued at or before its file's links were revoked. */
+export const isRevoked = (issuedMs: number, linksRevokedAt: number | null | undefined): boolean =>
+  linksRevokedAt !== null && linksRevokedAt !== undefined && issuedMs <= linksRevokedAt;
 
 export const deliveryPath = (fileId: string): string => `/files/${encodeURIComponent(fileId)}`;

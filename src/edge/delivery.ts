@@ -2,7 +2,7 @@
  * The delivery decision of contract §7 and the headers of an answer, kept free of Node's
  * HTTP types so the same rules can run wherever an edge runs.
  */
-import { LINK_CLOCK_SKEW_SECONDS, MAX_EXPIRY_SECONDS, verifyLink, type HmacSha256, type LinkCheck } from '../core/signing.js';
+import { LINK_CLOCK_SKEW_SECONDS, MAX_EXPIRY_SECONDS, isRevoked, verifyLink, type HmacSha256, type LinkCheck } from '../core/signing.js';
 import { isSendableContentType } from '../core/file-types.js';
 import type { Visibility } from '../core/records.js';
 import type { EdgeFile } from './state.js';
@@ -33,7 +33,7 @@ const notFound: Decision = { kind: 'error', status: 404, code: 'not_found', mess
  * Expiry is still checked on every request.
  */
 export class LinkChecker {
-  private readonly good = new Map<string, { expires: number; download: boolean }>();
+  private readonly good = new Map<string, { expires: number; download: boolean; issuedMs: number }>();
 
   constructor(private readonly secrets: readonly string[], private readonly hmac: HmacSha256, private readonly capacity = 10_000) {}
 
@@ -42,12 +42,12 @@ export class LinkChecker {
     const known = this.good.get(key);
     if (known) {
       if (known.expires > nowSeconds + MAX_EXPIRY_SECONDS + LINK_CLOCK_SKEW_SECONDS) return { kind: 'invalid' };
-      return nowSeconds > known.expires ? { kind: 'expired', expires: known.expires } : { kind: 'valid', expires: known.expires, download: known.download };
+      return nowSeconds > known.expires ? { kind: 'expired', expires: known.expires } : { kind: 'valid', ...known };
     }
     const result = verifyLink(path, query, this.secrets, nowSeconds, this.hmac);
     if (result.kind === 'valid') {
       if (this.good.size >= this.capacity) this.good.delete(this.good.keys().next().value!);
-      this.good.set(key, { expires: result.expires, download: result.download });
+      this.good.set(key, { expires: result.expires, download: result.download, issuedMs: result.issuedMs });
     }
     return result;
   }
@@ -73,6 +73,10 @@ export function decide(
       if (visibility === 'Private') return { kind: 'error', status: 403, code: 'signature_required', message: 'This file is private: it needs a signed link.' };
       return { kind: 'serve', signed: false, download: check.download };
     case 'valid':
+      // Revocation is read from the file on every request: the cache above holds signatures only.
+      if (isRevoked(check.issuedMs, file.links_revoked_at)) {
+        return { kind: 'error', status: 403, code: 'link_revoked', message: 'This link was revoked; ask for a new one.' };
+      }
       return { kind: 'serve', signed: true, download: check.download };
   }
 }

@@ -16,6 +16,8 @@ export interface EdgeFile {
   sha256: string;
   completed_at: number;
   updated_at: number;
+  /** Signed links issued at or before this time (Unix ms) are refused; absent from older origins. */
+  links_revoked_at?: number | null;
 }
 
 export interface EdgeFolder {

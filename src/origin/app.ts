@@ -23,6 +23,7 @@ import { registerEdgeRoutes } from './edge-routes.js';
 import * as uploadRoutes from './routes/upload.js';
 import * as folderRoutes from './routes/folders.js';
 import * as fileRoutes from './routes/files.js';
+import * as accessRoutes from './routes/access.js';
 
 export const JSON_BODY_LIMIT = 64 * 1024;
 export const CHUNK_BODY_LIMIT = 8 * 1024 * 1024;
@@ -52,11 +53,12 @@ const ENDPOINTS: Endpoint[] = [
   folderRoutes.createFolder, folderRoutes.getFolder, folderRoutes.updateFolder, folderRoutes.deleteFolder,
   folderRoutes.list, folderRoutes.search,
   fileRoutes.getFile, fileRoutes.updateFile, fileRoutes.deleteFile, fileRoutes.downloadFile, fileRoutes.createLink,
+  accessRoutes.createKey, accessRoutes.listKeys, accessRoutes.revokeKey, accessRoutes.createGrant, accessRoutes.revokeLinks,
 ];
 
 const ERROR_RESPONSES = Object.fromEntries(
   [[400, 'The body is malformed or a field is wrong'], [401, 'No key, a malformed header, or an unknown key; or a session cookie of no live session'],
-    [403, 'A session cookie without the X-CSRF-Token of its session (csrf_failed)'], [404, 'No such id'],
+    [403, 'A key without the scope the call needs, or an upload grant on another call (forbidden); a session cookie without the X-CSRF-Token of its session (csrf_failed)'], [404, 'No such id, or one outside the folder the key is confined to'],
     [409, 'The request conflicts with the current state'], [413, 'A body or a declared size over the limits'],
     [415, 'A body that is not JSON'], [429, 'Too many requests; Retry-After is set']]
     .map(([status, description]) => [status, { ...ErrorBody, description }]),
@@ -218,9 +220,9 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   if (opts.edges) await registerEdgeRoutes(app, service, opts.edges.hub);
   for (const e of ENDPOINTS) {
     app.post(e.path, {
-      config: { access: 'api' },
+      config: { access: e.access ?? 'api' },
       schema: { summary: e.summary, description: e.description, tags: [e.tag], body: e.body, response: { 200: e.response, ...ERROR_RESPONSES } },
-      handler: async (request) => e.handle(service, request.body as never),
+      handler: async (request) => e.handle(service, request.body as never, request.caller!),
     });
   }
 
@@ -234,12 +236,12 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', async (request: FastifyRequest, payload: NodeJS.ReadableStream) => {
       const length = request.headers['content-length'];
-      const body = await readChunkBody(payload as AsyncIterable<Buffer>, (fields) => service.uploads.openPartWriter(fields), CHUNK_BODY_LIMIT, length === undefined ? undefined : Number(length));
+      const body = await readChunkBody(payload as AsyncIterable<Buffer>, (fields) => service.uploads.openPartWriter(request.caller!, fields), CHUNK_BODY_LIMIT, length === undefined ? undefined : Number(length));
       if (body.writer) request.chunkPart = { writer: body.writer, invalidBase64: body.invalidBase64 };
       return body.fields;
     });
     scope.post('/collections/upload/file-progress', {
-      config: { access: 'api' },
+      config: { access: 'upload' },
       bodyLimit: CHUNK_BODY_LIMIT,
       schema: {
         summary: 'Upload one chunk',
@@ -252,7 +254,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
         const fields = request.body as { bucket: string; key: string; uploadId: string; fileId: string; partNumber: number };
         const part = request.chunkPart;
         if (!part) throw errors.invalidRequest('"body" must be a string.', 'body');
-        return service.uploads.receivePart({ ...fields, writer: part.writer, invalidBase64: part.invalidBase64 });
+        return service.uploads.receivePart({ ...fields, caller: request.caller!, writer: part.writer, invalidBase64: part.invalidBase64 });
       },
     });
   });

@@ -8,6 +8,9 @@ import type {
   ListResponse, SearchRequest, SearchResponse, UpdateFileRequest, UpdateFolderRequest, UploadPartRequest,
   UploadPartResponse, UploadSession, UploadStatusResponse,
 } from '../core/api.js';
+import type {
+  CreateGrantRequest, CreateGrantResponse, CreateKeyRequest, CreateKeyResponse, ListKeysResponse, RevokeKeyResponse, RevokeLinksResponse,
+} from '../core/api-access.js';
 import { CofferError } from '../core/errors.js';
 import { base64Length, encodeBase64Into } from './base64.js';
 import { DEFAULT_RETRY, backoffDelay, sleep, type RetryOptions } from './retry.js';
@@ -18,6 +21,8 @@ export interface ClientOptions {
   url: string;
   /** The access key, sent as `Authorization: Bearer …`. Leave it out where a session cookie authenticates. */
   accessKey?: string;
+  /** An upload grant instead of a key (a browser's uploads), sent as `Authorization: Grant …`: the upload calls only. */
+  grant?: string;
   /** Extra headers for every call, or a function returning them (e.g. a CSRF token). */
   headers?: Record<string, string> | (() => Record<string, string>);
   /** `fetch`'s credentials mode; `'same-origin'` sends a session cookie. */
@@ -138,6 +143,7 @@ export class CofferClient {
     const h: Record<string, string> = { ...extra };
     if (json) h['content-type'] = 'application/json';
     if (this.opts.accessKey) h.authorization = `Bearer ${this.opts.accessKey}`;
+    else if (this.opts.grant) h.authorization = `Grant ${this.opts.grant}`;
     return h;
   }
 
@@ -260,6 +266,27 @@ export class CofferClient {
   // Signed links (contract §6)
   createLink(req: CreateLinkRequest, opts?: CallOptions): Promise<CreateLinkResponse> {
     return this.call('/collections/create-link', req, { ...opts, idempotent: true });
+  }
+
+  /** Every link issued for the file so far stops working at every edge (403 link_revoked); later ones work. */
+  revokeLinks(fileId: string, opts?: CallOptions): Promise<RevokeLinksResponse> {
+    return this.call('/collections/file/revoke-links', { file_id: fileId }, { ...opts, idempotent: true });
+  }
+
+  // Keys and upload grants (contract §10)
+  /** Makes a key; its secret (`key`) is in this answer only. Needs "admin". */
+  createKey(req: CreateKeyRequest, opts?: CallOptions): Promise<CreateKeyResponse> {
+    return this.call('/collections/keys/create', req, opts);
+  }
+  listKeys(opts?: CallOptions): Promise<ListKeysResponse> {
+    return this.call('/collections/keys/list', {}, { ...opts, idempotent: true });
+  }
+  revokeKey(keyId: string, opts?: CallOptions): Promise<RevokeKeyResponse> {
+    return this.call('/collections/keys/revoke', { key_id: keyId }, { ...opts, idempotent: true });
+  }
+  /** A grant a browser can upload with (`new CofferClient({ url, grant })`), within the limits given. Needs "write". */
+  createGrant(req: CreateGrantRequest, opts?: CallOptions): Promise<CreateGrantResponse> {
+    return this.call('/collections/upload/grant', req, opts);
   }
 
   /** GET /healthz: resolves when the origin answers ok. */

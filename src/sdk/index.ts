@@ -21,3 +21,7 @@ export type {
   ListResponse, SearchRequest, SearchResponse, UpdateFileRequest, UpdateFolderRequest, UploadPartRequest,
   UploadPartResponse, UploadSession, UploadStatusResponse,
 } from '../core/api.js';
+export type {
+  CreateGrantRequest, CreateGrantResponse, CreateKeyRequest, CreateKeyResponse, KeyRecord, ListKeysResponse, RevokeKeyResponse,
+  RevokeLinksResponse,
+} from '../core/api-access.js';

@@ -14,6 +14,8 @@ export interface SignLinkOptions {
   download?: boolean;
   /** Unix seconds to count from (default: now). */
   now?: number;
+  /** Unix milliseconds written as X-Issued (default: `now` × 1000, else the current time); revocation compares it. */
+  issuedAt?: number;
 }
 
 const encoder = new TextEncoder();
@@ -50,7 +52,7 @@ export async function signLink(pathOrUrl: string, opts: SignLinkOptions): Promis
   if (!absolute && !pathOrUrl.startsWith('/')) throw invalid('signLink takes a path starting with "/" or an http(s) URL.');
   const params: Record<string, string> = {};
   for (const [name, value] of parseQuery(url.search.slice(1)) ?? []) {
-    if (name !== 'X-Sig' && name !== 'X-Expires') params[name] = value;
+    if (name !== 'X-Sig' && name !== 'X-Expires' && name !== 'X-Issued') params[name] = value;
   }
   if (opts.download) params.download = '1';
   // The path is signed exactly as it appears in the URL. In a whole URL only the delivery
@@ -60,6 +62,6 @@ export async function signLink(pathOrUrl: string, opts: SignLinkOptions): Promis
   const at = absolute ? fullPath.lastIndexOf('/files/') : -1;
   const prefix = at > 0 ? fullPath.slice(0, at) : '';
   const path = fullPath.slice(prefix.length);
-  const signed = await signPathAsync(path, secret, { expiresIn: opts.expiresIn, params, ...(opts.now !== undefined ? { now: opts.now } : {}) }, hmacSha256);
+  const signed = await signPathAsync(path, secret, { expiresIn: opts.expiresIn, params, ...(opts.now !== undefined ? { now: opts.now } : {}), ...(opts.issuedAt !== undefined ? { issuedAtMs: opts.issuedAt } : {}) }, hmacSha256);
   return absolute ? `${url.origin}${prefix}${signed.pathAndQuery}` : signed.pathAndQuery;
 }

@@ -8,6 +8,8 @@ import type { BlobStore, MetadataStore, MetadataTx, RowLock, StoredFile, StoredF
 import type { FileRecord, FolderRecord } from '../core/api.js';
 import { ROOT_CONTEXT, chainIsComplete, contextOfChain, fileRecord, folderRecord, type FolderContext } from './records.js';
 import { Trash } from './trash.js';
+import type { Caller } from '../core/access.js';
+import { fileInReach, requireFolderInReach } from './access.js';
 
 export interface ServiceOptions {
   cdnUrl: string;
@@ -60,6 +62,20 @@ export class ServiceContext {
     const file = await tx.getFile(fileId, lock);
     if (!file || this.isExpired(file)) throw errors.fileNotFound(fileId);
     return file;
+  }
+
+  /** A file as this caller may see it: 404 outside its reach, as if it did not exist. */
+  async requireFileFor(tx: MetadataTx, caller: Caller, fileId: string, lock?: RowLock): Promise<StoredFile> {
+    const file = await this.requireFile(tx, fileId, lock);
+    if (!(await fileInReach(tx, caller, file))) throw errors.fileNotFound(fileId);
+    return file;
+  }
+
+  /** A folder as this caller may see it: 404 outside its reach, as if it did not exist. */
+  async requireFolderFor(tx: MetadataTx, caller: Caller, folderId: string, field = 'folder_id', lock?: RowLock): Promise<StoredFolder> {
+    const folder = await this.requireFolder(tx, folderId, field, lock);
+    await requireFolderInReach(tx, caller, folderId, field);
+    return folder;
   }
 
   async toFileRecord(tx: MetadataTx, file: StoredFile): Promise<FileRecord> {

@@ -6,24 +6,29 @@ import type { StoredFile } from '../core/ports.js';
 import type { FileRecord, UpdateFileRequest } from '../core/api.js';
 import { fileEventData, fileRecord } from './records.js';
 import type { ServiceContext } from './context.js';
+import type { Caller } from '../core/access.js';
+import { requireFolderInReach, requireScope } from './access.js';
 import { removeFiles } from './trash.js';
 
 export class Files {
   constructor(private readonly c: ServiceContext) {}
 
-  async get(fileId: string): Promise<FileRecord> {
-    return this.c.toFileRecord(this.c.meta.read, await this.c.requireFile(this.c.meta.read, fileId));
+  async get(caller: Caller, fileId: string): Promise<FileRecord> {
+    requireScope(caller, 'read');
+    return this.c.toFileRecord(this.c.meta.read, await this.c.requireFileFor(this.c.meta.read, caller, fileId));
   }
 
-  async update(req: UpdateFileRequest): Promise<FileRecord> {
+  async update(caller: Caller, req: UpdateFileRequest): Promise<FileRecord> {
+    requireScope(caller, 'write');
     const { record, seq } = await this.c.meta.transaction(async (tx) => {
       // The destination folder is locked before the file, the order a folder delete locks them in.
       const destination = req.folder_id ? await tx.getFolder(req.folder_id, 'share') : undefined;
-      const file = await this.c.requireFile(tx, req.file_id, 'update');
+      const file = await this.c.requireFileFor(tx, caller, req.file_id, 'update');
       let folderId = file.folder_id;
       if (req.folder_id !== undefined) {
         folderId = req.folder_id;
         if (folderId !== null && !destination) throw errors.folderNotFound(folderId, 'folder_id');
+        await requireFolderInReach(tx, caller, folderId);
       }
       const name = req.name === undefined ? file.name : validateName(req.name);
       const visibility = req.visibility === undefined ? file.visibility : parseVisibility(req.visibility);
@@ -44,10 +49,11 @@ export class Files {
     return record;
   }
 
-  async delete(fileId: string): Promise<{ file_id: string; deleted: true }> {
+  async delete(caller: Caller, fileId: string): Promise<{ file_id: string; deleted: true }> {
+    requireScope(caller, 'write');
     const seq = await this.c.meta.transaction(async (tx) => {
       // Locked: a completion of this file commits before this reads it, or after it is gone.
-      const file = await this.c.requireFile(tx, fileId, 'update');
+      const file = await this.c.requireFileFor(tx, caller, fileId, 'update');
       return removeFiles(tx, [file], this.c.now());
     });
     this.c.trash.empty();

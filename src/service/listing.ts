@@ -6,6 +6,8 @@ import type { FolderRecord, ListRequest, ListResponse, SearchRequest, SearchResp
 import { ROOT_CONTEXT, chainIsComplete, childContext, contextOfChain, fileRecord, folderRecord, type FolderContext } from './records.js';
 import { cursorScope, decodeCursor, encodeCursor } from './cursor.js';
 import type { ServiceContext } from './context.js';
+import type { Caller } from '../core/access.js';
+import { reachOf, requireFolderInReach, requireScope } from './access.js';
 
 function checkLimit(limit: number | undefined): number {
   if (limit === undefined) return 100;
@@ -46,10 +48,12 @@ export class Listing {
     return { folders, files, next };
   }
 
-  async list(req: ListRequest): Promise<ListResponse> {
+  async list(caller: Caller, req: ListRequest): Promise<ListResponse> {
+    requireScope(caller, 'read');
     const folderId = req.folder_id ?? null;
     const chain = folderId === null ? [] : await this.c.meta.read.folderChain(folderId);
     if (folderId !== null && chain.length === 0) throw errors.folderNotFound(folderId);
+    await requireFolderInReach(this.c.meta.read, caller, folderId);
     const limit = checkLimit(req.limit);
     const sort = req.sort ?? 'name';
     const order = req.order ?? 'asc';
@@ -59,8 +63,12 @@ export class Listing {
     const breadcrumbs: FolderRecord[] = [];
     // Above a chain cut short lies something unseen: fail closed.
     let parent: FolderContext = chainIsComplete(chain) ? ROOT_CONTEXT : { path: '/…', visibility: 'Private' };
+    const top = reachOf(caller);
+    let shown = top === null;
     for (const f of [...chain].reverse()) {
-      breadcrumbs.push(folderRecord(f, parent));
+      // A confined caller's trail starts at its own folder: what lies above is not its to see.
+      if (f.id === top) shown = true;
+      if (shown) breadcrumbs.push(folderRecord(f, parent));
       parent = childContext(f, parent);
     }
     return {
@@ -72,10 +80,12 @@ export class Listing {
     };
   }
 
-  async search(req: SearchRequest): Promise<SearchResponse> {
+  async search(caller: Caller, req: SearchRequest): Promise<SearchResponse> {
+    requireScope(caller, 'read');
     const folderId = req.folder_id ?? null;
     const chain = folderId === null ? [] : await this.c.meta.read.folderChain(folderId);
     if (folderId !== null && chain.length === 0) throw errors.folderNotFound(folderId);
+    await requireFolderInReach(this.c.meta.read, caller, folderId);
     const text = req.query.trim();
     if (text.length === 0 || text.length > 255) throw errors.invalidField('invalid_query', 'query', '"query" must hold 1 to 255 characters besides white space.');
     const limit = checkLimit(req.limit);

@@ -68,7 +68,7 @@ export function fileEventData(file: StoredFile, folder: FolderContext): Record<s
     file_id: file.id, name: file.name, visibility: file.visibility, folder_id: file.folder_id,
     effective_visibility: effectiveVisibility(file.visibility, [folder.visibility]),
     size: file.size, content_type: file.content_type, sha256: file.sha256,
-    completed_at: file.completed_at, updated_at: file.updated_at,
+    completed_at: file.completed_at, updated_at: file.updated_at, links_revoked_at: file.links_revoked_at,
   };
 }
 

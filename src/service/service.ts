@@ -1,5 +1,6 @@
 /**
- * The service: every rule of contract §4–§6 over the ports, one aggregate per part. No HTTP
+ * The service: every rule of contract §4–§6 over the ports, one aggregate per part
+ * (uploads, tree, listing, files, links, sessions, credentials); who may do what is decided in access.ts. No HTTP
  * here: routes hand in plain values and get records back or a CofferError.
  */
 import type { BlobStore, MetadataStore } from '../core/ports.js';
@@ -10,6 +11,7 @@ import { Listing } from './listing.js';
 import { Files } from './files.js';
 import { Links } from './links.js';
 import { Sessions } from './sessions.js';
+import { Credentials } from './credentials.js';
 
 export type { EventPublisher, ServiceOptions } from './context.js';
 export type { PartInput } from './uploads.js';
@@ -23,6 +25,7 @@ export class CofferService {
   readonly files: Files;
   readonly links: Links;
   readonly sessions: Sessions;
+  readonly credentials: Credentials;
 
   constructor(readonly meta: MetadataStore, readonly blobs: BlobStore, readonly opts: ServiceOptions) {
     this.c = new ServiceContext(meta, blobs, opts);
@@ -32,6 +35,7 @@ export class CofferService {
     this.files = new Files(this.c);
     this.links = new Links(this.c);
     this.sessions = new Sessions(this.c);
+    this.credentials = new Credentials(this.c);
   }
 
   /** The edge feed registers here to hold answers until edges have acknowledged. */

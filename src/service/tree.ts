@@ -8,18 +8,23 @@ import type { StoredFolder } from '../core/ports.js';
 import type { CreateFolderRequest, DeleteFolderRequest, DeleteFolderResponse, FolderRecord, UpdateFolderRequest } from '../core/api.js';
 import { folderEventData } from './records.js';
 import type { ServiceContext } from './context.js';
+import type { Caller } from '../core/access.js';
+import { requireFolderInReach, requireScope } from './access.js';
 import { removeFiles } from './trash.js';
 
 export class Tree {
   constructor(private readonly c: ServiceContext) {}
 
-  async create(req: CreateFolderRequest): Promise<FolderRecord> {
+  async create(caller: Caller, req: CreateFolderRequest): Promise<FolderRecord> {
+    requireScope(caller, 'write');
     const parentId = req.parent_id ?? null;
     const { record, seq } = await this.c.meta.transaction(async (tx) => {
       await tx.lockFolderTree();
       if (parentId !== null) {
-        await this.c.requireFolder(tx, parentId, 'parent_id');
+        await this.c.requireFolderFor(tx, caller, parentId, 'parent_id');
         this.c.checkDepth(await tx.folderChain(parentId), 0);
+      } else {
+        await requireFolderInReach(tx, caller, null, 'parent_id');
       }
       const name = validateName(req.name);
       const existing = await tx.findFolderByName(parentId, name);
@@ -35,19 +40,22 @@ export class Tree {
     return record;
   }
 
-  async get(folderId: string): Promise<FolderRecord> {
-    return this.c.toFolderRecord(this.c.meta.read, await this.c.requireFolder(this.c.meta.read, folderId));
+  async get(caller: Caller, folderId: string): Promise<FolderRecord> {
+    requireScope(caller, 'read');
+    return this.c.toFolderRecord(this.c.meta.read, await this.c.requireFolderFor(this.c.meta.read, caller, folderId));
   }
 
-  async update(req: UpdateFolderRequest): Promise<FolderRecord> {
+  async update(caller: Caller, req: UpdateFolderRequest): Promise<FolderRecord> {
+    requireScope(caller, 'write');
     const { record, seq } = await this.c.meta.transaction(async (tx) => {
       await tx.lockFolderTree();
-      const folder = await this.c.requireFolder(tx, req.folder_id);
+      const folder = await this.c.requireFolderFor(tx, caller, req.folder_id);
       let parentId = folder.parent_id;
       if (req.parent_id !== undefined) {
         parentId = req.parent_id;
-        if (parentId !== null) {
-          await this.c.requireFolder(tx, parentId, 'parent_id');
+        if (parentId === null) await requireFolderInReach(tx, caller, null, 'parent_id');
+        else {
+          await this.c.requireFolderFor(tx, caller, parentId, 'parent_id');
           const chain = await tx.folderChain(parentId);
           if (chain.some((f) => f.id === folder.id)) throw errors.cycle();
           // Every folder of the moved subtree must stay within the limit.
@@ -81,10 +89,11 @@ export class Tree {
     return record;
   }
 
-  async delete(req: DeleteFolderRequest): Promise<DeleteFolderResponse> {
+  async delete(caller: Caller, req: DeleteFolderRequest): Promise<DeleteFolderResponse> {
+    requireScope(caller, 'write');
     const { result, seq } = await this.c.meta.transaction(async (tx) => {
       await tx.lockFolderTree();
-      const folder = await this.c.requireFolder(tx, req.folder_id);
+      const folder = await this.c.requireFolderFor(tx, caller, req.folder_id);
       if (!req.recursive) {
         const children = await tx.countChildren(folder.id);
         if (children.files > 0 || children.folders > 0) throw errors.folderNotEmpty(folder.id, children.files, children.folders);

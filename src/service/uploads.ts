@@ -15,9 +15,12 @@ import type { FileRecord, InitiateUploadRequest, UploadPartResponse, UploadSessi
 import { fileEventData, fileRecord } from './records.js';
 import { BufferedPartWriter, DiscardingPartWriter } from './part-writers.js';
 import type { ServiceContext } from './context.js';
+import type { Caller } from '../core/access.js';
+import { checkGrantLimits, defaultUploadFolder, fileInReach, requireFolderInReach, requireUploader, takeGrantFile } from './access.js';
 import { removeFiles } from './trash.js';
 
 export interface PartInput {
+  caller: Caller;
   bucket: string;
   key: string;
   uploadId: string;
@@ -48,9 +51,11 @@ const COMPLETE_ATTEMPTS = 3;
 export class Uploads {
   constructor(private readonly c: ServiceContext) {}
 
-  async initiate(req: InitiateUploadRequest): Promise<UploadSession> {
-    const folderId = req.folder_id ?? null;
+  async initiate(caller: Caller, req: InitiateUploadRequest): Promise<UploadSession> {
+    requireUploader(caller);
+    const folderId = req.folder_id ?? defaultUploadFolder(caller);
     if (folderId !== null) await this.c.requireFolder(this.c.meta.read, folderId);
+    await requireFolderInReach(this.c.meta.read, caller, folderId);
     const name = validateName(req.name);
     const visibility = parseVisibility(req.visibility);
     checkDeclaredSize(req.size, this.c.opts.maxFileSize);
@@ -65,6 +70,7 @@ export class Uploads {
     } else {
       contentType = mime.getType(name) ?? 'application/octet-stream';
     }
+    checkGrantLimits(caller, { folderId, visibility, size: req.size, contentType }, this.c.now());
 
     const id = newId();
     const key = `files/${id}`;
@@ -74,11 +80,13 @@ export class Uploads {
       id, name, name_key: nameKey(name), visibility, size: req.size, file_type: fileType, content_type: contentType,
       folder_id: folderId, status: 'uploading', sha256: null, created_at: now, updated_at: now, completed_at: null,
       bucket: this.c.blobs.bucket, blob_key: key, upload_id: uploadId, upload_expires_at: now + this.c.opts.uploadTtlSeconds * 1000,
+      grant_id: caller.kind === 'grant' ? caller.grant.id : null, links_revoked_at: null,
     };
     try {
       const record = await this.c.meta.transaction(async (tx) => {
         // The folder may have gone while the blob upload was being opened; locked, it stays until the file is in.
         if (folderId !== null) await this.c.requireFolder(tx, folderId, 'folder_id', 'share');
+        await takeGrantFile(tx, caller);
         await tx.insertFile(file);
         return this.c.toFileRecord(tx, file);
       });
@@ -93,9 +101,10 @@ export class Uploads {
   }
 
   /** Finds the open upload the four session values name, in the order contract §4 answers. */
-  private async requireUploadFor(tx: MetadataTx, input: Pick<PartInput, 'bucket' | 'key' | 'uploadId' | 'fileId'>): Promise<StoredFile> {
+  private async requireUploadFor(tx: MetadataTx, caller: Caller, input: Pick<PartInput, 'bucket' | 'key' | 'uploadId' | 'fileId'>): Promise<StoredFile> {
     const file = await tx.getFile(input.fileId);
     if (!file || file.bucket !== input.bucket || file.blob_key !== input.key || file.upload_id !== input.uploadId) throw errors.uploadNotFound();
+    if (!(await fileInReach(tx, caller, file))) throw errors.uploadNotFound();
     if (file.status === 'ready') throw errors.uploadCompleted();
     if (this.c.isExpired(file)) throw errors.uploadNotFound('This upload expired and was aborted; start a new upload.');
     return file;
@@ -111,12 +120,13 @@ export class Uploads {
    * name none, a writer that only counts (the error is answered once the request is read);
    * when `body` came first, a buffer that `receivePart` hands to the store.
    */
-  async openPartWriter(fieldsBeforeBody: Record<string, unknown> | null): Promise<PartWriter> {
+  async openPartWriter(caller: Caller, fieldsBeforeBody: Record<string, unknown> | null): Promise<PartWriter> {
     const target = partTargetOf(fieldsBeforeBody);
     if (!target) return new BufferedPartWriter();
     let file: StoredFile;
     try {
-      file = await this.requireUploadFor(this.c.meta.read, target);
+      requireUploader(caller);
+      file = await this.requireUploadFor(this.c.meta.read, caller, target);
       checkPartNumber(target.partNumber, partCount(file.size));
     } catch (err) {
       if (isCofferError(err)) return new DiscardingPartWriter();
@@ -132,7 +142,8 @@ export class Uploads {
     let handedOver = false;
     let writer = input.writer;
     try {
-      const file = await this.requireUploadFor(this.c.meta.read, input);
+      requireUploader(input.caller);
+      const file = await this.requireUploadFor(this.c.meta.read, input.caller, input);
       const count = partCount(file.size);
       checkPartNumber(input.partNumber, count);
       if (input.invalidBase64) throw errors.invalidField('invalid_base64', 'body', '"body" is not valid base64.');
@@ -161,7 +172,7 @@ export class Uploads {
       } catch (err) {
         if (!(err instanceof UploadGoneError)) throw err;
         // Completed or aborted meanwhile, perhaps by another origin: answer as the state now says.
-        await this.requireUploadFor(this.c.meta.read, input);
+        await this.requireUploadFor(this.c.meta.read, input.caller, input);
         throw errors.uploadNotFound();
       }
       handedOver = true;
@@ -239,7 +250,15 @@ export class Uploads {
   /** One completion per file at a time in this process: two joins racing over one object help nobody. */
   private readonly completing = new Map<string, Promise<FileRecord>>();
 
-  complete(fileId: string): Promise<FileRecord> {
+  /** Completes an upload for a caller who may: see completeAsService. */
+  async complete(caller: Caller, fileId: string): Promise<FileRecord> {
+    requireUploader(caller);
+    await this.c.requireFileFor(this.c.meta.read, caller, fileId);
+    return this.completeAsService(fileId);
+  }
+
+  /** Completes an upload whoever asked; the caller was checked by whoever calls this. */
+  completeAsService(fileId: string): Promise<FileRecord> {
     const running = this.completing.get(fileId);
     const next = (running ? running.catch(() => undefined) : Promise.resolve()).then(() => this.completeOnce(fileId));
     const tracked = next.finally(() => {
@@ -318,9 +337,10 @@ export class Uploads {
     }
   }
 
-  async status(fileId: string): Promise<UploadStatusResponse> {
+  async status(caller: Caller, fileId: string): Promise<UploadStatusResponse> {
+    requireUploader(caller);
     await this.settleParts(fileId);
-    const file = await this.c.requireFile(this.c.meta.read, fileId);
+    const file = await this.c.requireFileFor(this.c.meta.read, caller, fileId);
     const count = partCount(file.size);
     if (file.status === 'ready') {
       return { file_id: fileId, status: 'ready', part_count: count, received: Array.from({ length: count }, (_, i) => i + 1), missing: [], expires_at: null };
@@ -332,9 +352,10 @@ export class Uploads {
     };
   }
 
-  async abort(fileId: string): Promise<{ file_id: string; aborted: true }> {
+  async abort(caller: Caller, fileId: string): Promise<{ file_id: string; aborted: true }> {
+    requireUploader(caller);
     await this.c.meta.transaction(async (tx) => {
-      const file = await this.c.requireFile(tx, fileId, 'update');
+      const file = await this.c.requireFileFor(tx, caller, fileId, 'update');
       if (file.status === 'ready') throw errors.uploadCompleted();
       await removeFiles(tx, [file], this.c.now());
     });

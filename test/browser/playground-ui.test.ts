@@ -106,7 +106,7 @@ function fileRow(over: Partial<StoredFile> & { name: string }): StoredFile {
   return {
     id, name_key: nameKey(over.name), visibility: 'Public', size: 0, file_type: 'other', content_type: 'application/octet-stream',
     folder_id: null, status: 'ready', sha256: '0'.repeat(64), created_at: at, updated_at: at, completed_at: at,
-    bucket: 'local', blob_key: `files/${id}`, upload_id: null, upload_expires_at: null, ...over,
+    bucket: 'local', blob_key: `files/${id}`, upload_id: null, upload_expires_at: null, grant_id: null, links_revoked_at: null, ...over,
   };
 }
 

@@ -44,7 +44,7 @@ function file(name: string, folderId: string | null, over: Partial<StoredFile> =
   return {
     id: fid, name, name_key: nameKey(name), visibility: 'Private', size: 1234, file_type: 'document', content_type: 'text/plain',
     folder_id: folderId, status: 'ready', sha256: 'ab'.repeat(32), created_at: T0, updated_at: T0, completed_at: T0,
-    bucket: 'local', blob_key: `files/${fid}`, upload_id: null, upload_expires_at: null, ...over,
+    bucket: 'local', blob_key: `files/${fid}`, upload_id: null, upload_expires_at: null, grant_id: null, links_revoked_at: null, ...over,
   };
 }
 

@@ -88,10 +88,11 @@ describe('interface description', () => {
     expect(doc.openapi).toBe('3.1.0');
     const paths = Object.keys(doc.paths).sort();
     expect(paths).toEqual([
-      '/collections/create-link', '/collections/file/delete', '/collections/file/download', '/collections/file/get', '/collections/file/update',
+      '/collections/create-link', '/collections/file/delete', '/collections/file/download', '/collections/file/get', '/collections/file/revoke-links', '/collections/file/update',
       '/collections/folder/create', '/collections/folder/delete', '/collections/folder/get', '/collections/folder/update',
+      '/collections/keys/create', '/collections/keys/list', '/collections/keys/revoke',
       '/collections/list', '/collections/search',
-      '/collections/upload/abort', '/collections/upload/complete-upload', '/collections/upload/file', '/collections/upload/file-progress', '/collections/upload/status',
+      '/collections/upload/abort', '/collections/upload/complete-upload', '/collections/upload/file', '/collections/upload/file-progress', '/collections/upload/grant', '/collections/upload/status',
       '/session', '/session/end',
     ]);
     const initiate = doc.paths['/collections/upload/file'].post;

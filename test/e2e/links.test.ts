@@ -25,7 +25,7 @@ function split(url: string): { path: string; query: string } {
   return { path: url.slice(CDN.length, q), query: url.slice(q + 1) };
 }
 
-const LINK = /^http:\/\/cdn\.test\/files\/([A-Za-z0-9_-]+)\?X-Expires=(\d+)&X-Sig=([A-Za-z0-9_-]{43})$/;
+const LINK = /^http:\/\/cdn\.test\/files\/([A-Za-z0-9_-]+)\?X-Expires=(\d+)&X-Issued=(\d+)&X-Sig=([A-Za-z0-9_-]{43})$/;
 
 describe('create-link', () => {
   let o: TestOrigin;
@@ -51,11 +51,14 @@ describe('create-link', () => {
 
     // The signature is the contract's formula, computed here on its own.
     const path = `/files/${f.file_id}`;
-    const want = createHmac('sha256', o.secret).update(`${path}\nX-Expires=${expires}`).digest('base64url');
-    expect(m![3]).toBe(want);
+    const issued = Number(m![3]);
+    expect(issued).toBeGreaterThanOrEqual(before * 1000);
+    expect(issued).toBeLessThanOrEqual((after + 1) * 1000);
+    const want = createHmac('sha256', o.secret).update(`${path}\nX-Expires=${expires}&X-Issued=${issued}`).digest('base64url');
+    expect(m![4]).toBe(want);
     const { path: p, query } = split(r.body.presigned_url);
     expect(p).toBe(path);
-    expect(verifyLink(p, query, [o.secret], nowSeconds(), nodeHmac)).toEqual({ kind: 'valid', expires, download: false });
+    expect(verifyLink(p, query, [o.secret], nowSeconds(), nodeHmac)).toEqual({ kind: 'valid', expires, download: false, issuedMs: issued });
   });
 
   it('takes any whole expiry from 1 to 86400', async () => {
@@ -138,13 +141,17 @@ describe('create-link', () => {
     const verify = (p: string, q: string) => verifyLink(p, q, [o.secret], now, nodeHmac).kind;
     expect(verify(path, query)).toBe('valid');
 
-    const [, expires, sig] = /^X-Expires=(\d+)&X-Sig=(.+)$/.exec(query)!;
+    const [, expires, issued, sig] = /^X-Expires=(\d+)&X-Issued=(\d+)&X-Sig=(.+)$/.exec(query)!;
     // Another file's path.
     expect(verify(`/files/${g.file_id}`, query)).toBe('invalid');
     expect(verify(`${path}x`, query)).toBe('invalid');
     // X-Expires moved either way.
-    expect(verify(path, `X-Expires=${Number(expires) + 1}&X-Sig=${sig}`)).toBe('invalid');
-    expect(verify(path, `X-Expires=${Number(expires) - 1}&X-Sig=${sig}`)).toBe('invalid');
+    expect(verify(path, `X-Expires=${Number(expires) + 1}&X-Issued=${issued}&X-Sig=${sig}`)).toBe('invalid');
+    expect(verify(path, `X-Expires=${Number(expires) - 1}&X-Issued=${issued}&X-Sig=${sig}`)).toBe('invalid');
+    // X-Issued moved, doubled or dropped.
+    expect(verify(path, `X-Expires=${expires}&X-Issued=${Number(issued) + 1}&X-Sig=${sig}`)).toBe('invalid');
+    expect(verify(path, `X-Expires=${expires}&X-Sig=${sig}`)).toBe('invalid');
+    expect(verify(path, `${query}&X-Issued=${issued}`)).toBe('invalid');
     // A parameter added, anywhere.
     expect(verify(path, `${query}&download=1`)).toBe('invalid');
     expect(verify(path, `a=b&${query}`)).toBe('invalid');
@@ -152,14 +159,14 @@ describe('create-link', () => {
     for (const i of [0, 10, 21, 41]) {
       const c = sig![i]!;
       const flipped = sig!.slice(0, i) + (c === 'A' ? 'B' : 'A') + sig!.slice(i + 1);
-      expect(verify(path, `X-Expires=${expires}&X-Sig=${flipped}`), `char ${i}`).toBe('invalid');
+      expect(verify(path, `X-Expires=${expires}&X-Issued=${issued}&X-Sig=${flipped}`), `char ${i}`).toBe('invalid');
     }
     // Signature removed, truncated, doubled.
-    expect(verify(path, `X-Expires=${expires}`)).toBe('invalid');
-    expect(verify(path, `X-Expires=${expires}&X-Sig=${sig!.slice(0, -2)}`)).toBe('invalid');
+    expect(verify(path, `X-Expires=${expires}&X-Issued=${issued}`)).toBe('invalid');
+    expect(verify(path, `X-Expires=${expires}&X-Issued=${issued}&X-Sig=${sig!.slice(0, -2)}`)).toBe('invalid');
     expect(verify(path, `${query}&X-Sig=${sig}`)).toBe('invalid');
     // The parameters in another order still carry the same signed content.
-    expect(verify(path, `X-Sig=${sig}&X-Expires=${expires}`)).toBe('valid');
+    expect(verify(path, `X-Sig=${sig}&X-Issued=${issued}&X-Expires=${expires}`)).toBe('valid');
   });
 
   it('is expired only once the current time is past X-Expires', async () => {

@@ -259,7 +259,7 @@ describe('every call against a running origin', () => {
 
     const before = nowSeconds();
     const dl = await c.downloadUrl({ file_id: f.file_id, expiry: 120 });
-    const m = /^http:\/\/cdn\.test\/files\/([^?]+)\?X-Expires=(\d+)&download=1&X-Sig=[A-Za-z0-9_-]{43}$/.exec(dl.download_url);
+    const m = /^http:\/\/cdn\.test\/files\/([^?]+)\?X-Expires=(\d+)&X-Issued=\d+&download=1&X-Sig=[A-Za-z0-9_-]{43}$/.exec(dl.download_url);
     expect(m, dl.download_url).not.toBeNull();
     expect(m![1]).toBe(f.file_id);
     expect(Number(m![2]) - before).toBeGreaterThanOrEqual(119);
@@ -791,7 +791,7 @@ describe('signLink: links an edge accepts', () => {
     const now = nowSeconds();
     const path = `/files/${file.file_id}`;
     const bare = await signLink(path, { expiresIn: 60, secret: SECRETS, now });
-    expect(bare.startsWith(`${path}?X-Expires=${now + 60}&X-Sig=`)).toBe(true);
+    expect(bare.startsWith(`${path}?X-Expires=${now + 60}&X-Issued=${now * 1000}&X-Sig=`)).toBe(true);
     expect(await signLink(file.delivery_url!, { expiresIn: 60, secret: SECRETS, now })).toBe(`${CDN}${bare}`);
     const r = await atEdge(bare);
     expect(r.status).toBe(200);
@@ -800,7 +800,7 @@ describe('signLink: links an edge accepts', () => {
 
   it('download: true makes the edge answer Content-Disposition: attachment', async () => {
     const link = await signLink(file.delivery_url!, { expiresIn: 60, secret: SECRETS, download: true });
-    expect(link).toMatch(/\?X-Expires=\d+&download=1&X-Sig=/);
+    expect(link).toMatch(/\?X-Expires=\d+&X-Issued=\d+&download=1&X-Sig=/);
     const r = await atEdge(link);
     expect(r.status).toBe(200);
     expect(r.headers.get('content-disposition')).toMatch(/^attachment;/);
@@ -848,11 +848,11 @@ describe('signLink: links an edge accepts', () => {
     for (const expiry of [1, 600, 86_400]) {
       const made = await lc.createLink({ file_id: file.file_id, file_type: 'document', expiry });
       const expires = Number(new URL(made.presigned_url).searchParams.get('X-Expires'));
-      expect(await signLink(file.delivery_url!, { expiresIn: expiry, secret: SECRETS, now: expires - expiry })).toBe(made.presigned_url);
+      expect(await signLink(file.delivery_url!, { expiresIn: expiry, secret: SECRETS, now: expires - expiry, issuedAt: issuedOf(made.presigned_url) })).toBe(made.presigned_url);
     }
     const dl = await lc.downloadUrl({ file_id: file.file_id, expiry: 300 });
     const expires = Number(new URL(dl.download_url).searchParams.get('X-Expires'));
-    expect(await signLink(file.delivery_url!, { expiresIn: 300, secret: SECRETS, now: expires - 300, download: true })).toBe(dl.download_url);
+    expect(await signLink(file.delivery_url!, { expiresIn: 300, secret: SECRETS, now: expires - 300, issuedAt: issuedOf(dl.download_url), download: true })).toBe(dl.download_url);
   });
 
   it('equals create-link also when {cdn_url} has a path of its own', async () => {
@@ -863,7 +863,7 @@ describe('signLink: links an edge accepts', () => {
       expect(f.delivery_url).toBe(`https://example.com/cdn/files/${f.file_id}`);
       const made = await pc.createLink({ file_id: f.file_id, file_type: 'other', expiry: 100 });
       const expires = Number(new URL(made.presigned_url).searchParams.get('X-Expires'));
-      expect(await signLink(f.delivery_url!, { expiresIn: 100, secret: SECRETS, now: expires - 100 })).toBe(made.presigned_url);
+      expect(await signLink(f.delivery_url!, { expiresIn: 100, secret: SECRETS, now: expires - 100, issuedAt: issuedOf(made.presigned_url) })).toBe(made.presigned_url);
     } finally {
       await po.close();
     }
@@ -875,3 +875,8 @@ describe('signLink: links an edge accepts', () => {
     }
   });
 });
+
+/** The X-Issued of a link the origin made, so an offline signature can be compared with it. */
+function issuedOf(url: string): number {
+  return Number(new URL(url).searchParams.get('X-Issued'));
+}

@@ -3,15 +3,16 @@
  */
 import { Migrator, sql, type Kysely, type Transaction } from 'kysely';
 import type {
-  BlobToDelete, EdgeAck, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
+  BlobToDelete, EdgeAck, GrantRows, KeyRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
 } from '../../core/ports.js';
 import { MAX_FOLDER_DEPTH } from '../../core/upload.js';
 import { CofferMigrations } from './migrations.js';
+import { KyselyGrantRows, KyselyKeyRows } from './access-rows.js';
 import type { Database } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-const NUMERIC_FILE_FIELDS = ['size', 'created_at', 'updated_at', 'completed_at', 'upload_expires_at'] as const;
+const NUMERIC_FILE_FIELDS = ['size', 'created_at', 'updated_at', 'completed_at', 'upload_expires_at', 'links_revoked_at'] as const;
 
 /** PostgreSQL answers bigint as text; the records want numbers. */
 function fileRow(row: StoredFile): StoredFile {
@@ -53,7 +54,13 @@ const EVENTS_LOCK = 7262951;
 const FOLDER_TREE_LOCK = 7262952;
 
 export class KyselyTx implements MetadataTx {
-  constructor(private readonly db: Db, private readonly dialect: 'sqlite' | 'postgres') {}
+  readonly keys: KeyRows;
+  readonly grants: GrantRows;
+
+  constructor(private readonly db: Db, private readonly dialect: 'sqlite' | 'postgres') {
+    this.keys = new KyselyKeyRows(db);
+    this.grants = new KyselyGrantRows(db);
+  }
 
   /** Row locks exist on PostgreSQL; SQLite runs one transaction at a time. */
   private withLock<Q extends { forUpdate(): Q; forShare(): Q }>(query: Q, lock: RowLock | undefined): Q {

@@ -145,9 +145,57 @@ const edgeLeases: Migration = {
   },
 };
 
+/**
+ * Keys and upload grants (contract §10), and on files: the grant an upload was started under
+ * and when the file's signed links were last revoked.
+ */
+function access(dialect: Dialect): Migration {
+  const sortText = dialect === 'postgres' ? sql`text collate "C"` : sql`text`;
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('access_keys')
+        .addColumn('id', sortText, (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('secret_hash', 'text', (c) => c.notNull())
+        .addColumn('scopes', 'text', (c) => c.notNull())
+        .addColumn('folder_id', sortText)
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint')
+        .addColumn('revoked_at', 'bigint')
+        .addColumn('last_used_at', 'bigint')
+        .execute();
+      await db.schema
+        .createTable('upload_grants')
+        .addColumn('id', sortText, (c) => c.primaryKey())
+        .addColumn('secret_hash', 'text', (c) => c.notNull())
+        .addColumn('folder_id', sortText)
+        .addColumn('visibility', 'text')
+        .addColumn('max_size', 'bigint', (c) => c.notNull())
+        .addColumn('content_types', 'text')
+        .addColumn('max_files', 'integer', (c) => c.notNull())
+        .addColumn('used_files', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('created_by', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.alterTable('files').addColumn('grant_id', 'text').execute();
+      await db.schema.alterTable('files').addColumn('links_revoked_at', 'bigint').execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable('files').dropColumn('links_revoked_at').execute();
+      await db.schema.alterTable('files').dropColumn('grant_id').execute();
+      await db.schema.dropTable('upload_grants').execute();
+      await db.schema.dropTable('access_keys').execute();
+    },
+  };
+}
+
 export class CofferMigrations implements MigrationProvider {
   constructor(private readonly dialect: Dialect) {}
   async getMigrations(): Promise<Record<string, Migration>> {
-    return { '0001_initial': initial(this.dialect), '0002_sort_by_updated': sortByUpdated, '0003_sessions': sessions, '0004_edge_leases': edgeLeases };
+    return { '0001_initial': initial(this.dialect), '0002_sort_by_updated': sortByUpdated, '0003_sessions': sessions, '0004_edge_leases': edgeLeases,
+      '0006_access': access(this.dialect),
+    };
   }
 }

@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely';
+import type { StoredGrant, StoredKey } from '../../core/access.js';
 import type { EdgeLease, StoredFile, StoredFolder, StoredPart, StoredSession } from '../../core/ports.js';
 
 export interface EventsTable {
@@ -27,4 +28,6 @@ export interface Database {
   blob_trash: BlobTrashTable;
   sessions: StoredSession;
   edge_leases: EdgeLease;
+  access_keys: StoredKey;
+  upload_grants: StoredGrant;
 }

@@ -7,17 +7,18 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 /**
- * - `api`: the programmatic interface: the Bearer key, or a Playground session with its CSRF token; rate limited.
+ * - `api`: the programmatic interface: the root key or another key, or a Playground session with its CSRF token; rate limited.
+ * - `upload`: as `api`, and upload grants too (`Authorization: Grant …`): the upload calls and /tus.
  * - `sign-in`: open to anyone, rate limited like `api` (it guesses at the key).
  * - `session`: the session routes, which check the session cookie themselves; rate limited.
  * - `edge`: an edge token.
  * - `public`: anyone.
  */
-export type Access = 'api' | 'sign-in' | 'session' | 'edge' | 'public';
-const ACCESS: ReadonlySet<string> = new Set<Access>(['api', 'sign-in', 'session', 'edge', 'public']);
+export type Access = 'api' | 'upload' | 'sign-in' | 'session' | 'edge' | 'public';
+const ACCESS: ReadonlySet<string> = new Set<Access>(['api', 'upload', 'sign-in', 'session', 'edge', 'public']);
 
 /** The declarations that draw on the per-client request budget. */
-export const RATE_LIMITED: ReadonlySet<Access> = new Set<Access>(['api', 'sign-in', 'session']);
+export const RATE_LIMITED: ReadonlySet<Access> = new Set<Access>(['api', 'upload', 'sign-in', 'session']);
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -1,18 +1,18 @@
 /**
- * Who is calling, as established for the route that matched: the holder of the access key
- * (root), a Playground session, or an edge. Stored per request (`request.caller`) for the
- * handlers and for what builds on it later (scoped keys).
+ * Who is calling, as established for the route that matched: the root key or a Playground
+ * session signed in with it, another key (its scopes and folder), an upload grant, or an edge.
+ * Keys and grants are read from the store on every request, so a revoked one fails at every
+ * origin at once. Stored per request (`request.caller`) and handed to the service.
  */
 import { errors } from '../../core/errors.js';
+import { GRANT_PREFIX, KEY_PREFIX, parseScopes, splitCredential, type Caller } from '../../core/access.js';
+import type { MetadataTx } from '../../core/ports.js';
 import type { CofferService } from '../../service/service.js';
 import type { Access } from './access.js';
-import { bearerChecker, edgeTokenChecker } from './secrets.js';
+import { bearerOf, edgeTokenChecker, hashMatches, keyMatcher } from './secrets.js';
 import { CSRF_HEADER, checkCsrf, hasSessionCookie, sessionToken } from './session-cookie.js';
 
-export type Caller =
-  | { kind: 'root' }
-  | { kind: 'session'; expiresAt: number }
-  | { kind: 'edge' };
+export type { Caller } from '../../core/access.js';
 
 export interface RequestHeaders {
   authorization?: string | undefined;
@@ -24,8 +24,14 @@ export interface AuthenticatorOptions {
   accessKey: string;
   /** The edge tokens valid now; none means no edge is let in. */
   edgeTokens: string[];
-  service: { sessions: Pick<CofferService['sessions'], 'find'> };
+  service: { sessions: Pick<CofferService['sessions'], 'find'>; meta: { read: Pick<MetadataTx, 'keys' | 'grants'> } };
+  now?: () => number;
 }
+
+/** A key's last use is written at most this often, so a busy key does not write on every request. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+const BEARER_SHAPE = 'The Authorization header must be "Bearer <ACCESS_KEY>".';
 
 /**
  * Establishes the caller a route's declaration asks for, or throws 401/403. Returns null for
@@ -33,8 +39,61 @@ export interface AuthenticatorOptions {
  * check the cookie themselves).
  */
 export function authenticator(opts: AuthenticatorOptions): (access: Access, headers: RequestHeaders) => Promise<Caller | null> {
-  const checkBearer = bearerChecker(opts.accessKey);
+  const isRootKey = keyMatcher(opts.accessKey);
   const checkEdge = edgeTokenChecker(opts.edgeTokens);
+  const now = opts.now ?? Date.now;
+
+  async function keyCaller(credential: string): Promise<Caller> {
+    // The root key is compared first and always, so timing does not tell the two kinds apart.
+    const root = isRootKey(credential);
+    if (root) return { kind: 'root', via: 'key' };
+    const parts = splitCredential(KEY_PREFIX, credential);
+    const row = parts ? await opts.service.meta.read.keys.get(parts.id) : undefined;
+    if (!parts || !row || !hashMatches(parts.secret, row.secret_hash)) throw errors.unauthorized('The access key is not valid.');
+    const at = now();
+    if (row.revoked_at !== null) throw errors.unauthorized('This key was revoked.');
+    if (row.expires_at !== null && row.expires_at <= at) throw errors.unauthorized('This key has expired.');
+    if (row.last_used_at === null || row.last_used_at < at - TOUCH_INTERVAL_MS) opts.service.meta.read.keys.touch(row.id, at).catch(() => {});
+    return { kind: 'key', keyId: row.id, scopes: parseScopes(row.scopes), folderId: row.folder_id };
+  }
+
+  async function grantCaller(credential: string): Promise<Caller> {
+    const parts = splitCredential(GRANT_PREFIX, credential);
+    const row = parts ? await opts.service.meta.read.grants.get(parts.id) : undefined;
+    if (!parts || !row || !hashMatches(parts.secret, row.secret_hash)) throw errors.unauthorized('The upload grant is not valid.');
+    if (row.expires_at <= now()) throw errors.unauthorized('The upload grant has expired; ask the application for a new one.');
+    if (row.created_by !== 'root') {
+      // A grant is worth no more than the key that made it: revoked or expired, its grants end too.
+      const maker = await opts.service.meta.read.keys.get(row.created_by);
+      if (!maker || maker.revoked_at !== null || (maker.expires_at !== null && maker.expires_at <= now())) {
+        throw errors.unauthorized('The key that made this upload grant no longer works.');
+      }
+    }
+    return { kind: 'grant', grant: row };
+  }
+
+  async function apiCaller(headers: RequestHeaders, grants: boolean): Promise<Caller> {
+    const header = headers.authorization;
+    // A request carrying an Authorization header is judged by it alone, so a stray cookie
+    // can neither help nor hurt a key holder.
+    if (header !== undefined || !hasSessionCookie(headers.cookie)) {
+      if (header === undefined || header === '') throw errors.unauthorized();
+      const grant = /^Grant ([\x21-\x7e]+)$/i.exec(header.trim());
+      if (grant) {
+        if (!grants) throw errors.forbidden('An upload grant allows the upload calls only.');
+        return grantCaller(grant[1]!);
+      }
+      const credential = bearerOf(header);
+      if (credential === null) throw errors.unauthorized(BEARER_SHAPE);
+      return keyCaller(credential);
+    }
+    const token = sessionToken(headers.cookie);
+    const session = token === undefined ? null : await opts.service.sessions.find(token);
+    if (!session) throw errors.unauthorized('The session has ended or expired; sign in again (POST /session), or send "Authorization: Bearer <ACCESS_KEY>".');
+    checkCsrf(session.csrfToken, headers[CSRF_HEADER]);
+    return { kind: 'root', via: 'session', sessionExpiresAt: session.expiresAt };
+  }
+
   return async (access, headers) => {
     switch (access) {
       case 'public':
@@ -44,19 +103,10 @@ export function authenticator(opts: AuthenticatorOptions): (access: Access, head
       case 'edge':
         checkEdge(headers.authorization);
         return { kind: 'edge' };
-      case 'api': {
-        // A request carrying an Authorization header is judged by it alone, so a stray cookie
-        // can neither help nor hurt a key holder.
-        if (headers.authorization !== undefined || !hasSessionCookie(headers.cookie)) {
-          checkBearer(headers.authorization);
-          return { kind: 'root' };
-        }
-        const token = sessionToken(headers.cookie);
-        const session = token === undefined ? null : await opts.service.sessions.find(token);
-        if (!session) throw errors.unauthorized('The session has ended or expired; sign in again (POST /session), or send "Authorization: Bearer <ACCESS_KEY>".');
-        checkCsrf(session.csrfToken, headers[CSRF_HEADER]);
-        return { kind: 'session', expiresAt: session.expiresAt };
-      }
+      case 'api':
+        return apiCaller(headers, false);
+      case 'upload':
+        return apiCaller(headers, true);
     }
   };
 }

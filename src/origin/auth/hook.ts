@@ -45,7 +45,14 @@ export function installAuthentication(app: FastifyInstance, opts: Authentication
         const wait = limiter.take(request.ip);
         if (wait > 0) throw errors.rateLimited(wait);
       }
-      request.caller = await authenticate(access, request.headers);
+      const caller = await authenticate(access, request.headers);
+      // Each key and grant also has a budget of its own, wherever its requests come from.
+      const own = caller?.kind === 'key' ? `key:${caller.keyId}` : caller?.kind === 'grant' ? `grant:${caller.grant.id}` : null;
+      if (own !== null) {
+        const wait = limiter.take(own);
+        if (wait > 0) throw errors.rateLimited(wait);
+      }
+      request.caller = caller;
     } catch (err) {
       // The body is never read: the connection closes with the answer instead of waiting for it.
       reply.header('Connection', 'close');

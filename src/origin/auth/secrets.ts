@@ -22,16 +22,14 @@ export function bearerOf(header: string): string | null {
   return match ? match[1]! : null;
 }
 
-/** Checks an Authorization header against the access key. */
-export function bearerChecker(accessKey: string): (header: string | undefined) => void {
-  const matches = keyMatcher(accessKey);
-  return (header) => {
-    if (header === undefined || header === '') throw errors.unauthorized();
-    const key = bearerOf(header);
-    if (key === null) throw errors.unauthorized('The Authorization header must be "Bearer <ACCESS_KEY>".');
-    if (!matches(key)) throw errors.unauthorized('The access key is not valid.');
-  };
+/** Whether a secret hashes to a stored SHA-256 (hex), in constant time. */
+export function hashMatches(secret: string, storedHex: string): boolean {
+  const stored = Buffer.from(storedHex, 'hex');
+  return stored.length === 32 && timingSafeEqual(digest(secret), stored);
 }
+
+/** The SHA-256 (hex) a key's or grant's secret is stored as. */
+export const secretHash = (secret: string): string => digest(secret).toString('hex');
 
 /** Checks an edge's Authorization header against every edge token currently valid (rotation). */
 export function edgeTokenChecker(tokens: string[]): (header: string | undefined) => void {

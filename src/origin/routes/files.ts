@@ -7,7 +7,7 @@ export const getFile = endpoint({
   summary: 'Read a file record',
   body: api.FileIdRequest,
   response: api.FileRecord,
-  handle: (s, body) => s.files.get(body.file_id),
+  handle: (s, body, caller) => s.files.get(caller, body.file_id),
 });
 
 export const updateFile = endpoint({
@@ -17,7 +17,7 @@ export const updateFile = endpoint({
   description: 'Takes effect at every edge before it answers; the delivery URL and issued links keep working.',
   body: api.UpdateFileRequest,
   response: api.FileRecord,
-  handle: (s, body) => s.files.update(body),
+  handle: (s, body, caller) => s.files.update(caller, body),
 });
 
 export const deleteFile = endpoint({
@@ -27,7 +27,7 @@ export const deleteFile = endpoint({
   description: 'Removes the file from storage and from every edge before it answers.',
   body: api.FileIdRequest,
   response: api.DeleteFileResponse,
-  handle: (s, body) => s.files.delete(body.file_id),
+  handle: (s, body, caller) => s.files.delete(caller, body.file_id),
 });
 
 export const downloadFile = endpoint({
@@ -37,7 +37,7 @@ export const downloadFile = endpoint({
   description: 'A link that makes a browser save the file under its name; signed (expires_at set) when the file is effectively Private.',
   body: api.DownloadRequest,
   response: api.DownloadResponse,
-  handle: (s, body) => s.links.download(body),
+  handle: (s, body, caller) => s.links.download(caller, body),
 });
 
 export const createLink = endpoint({
@@ -47,5 +47,5 @@ export const createLink = endpoint({
   description: 'A time-limited link under the delivery address, signed with X-Expires and X-Sig (contract §6). file_type must be the file\'s own.',
   body: api.CreateLinkRequest,
   response: api.CreateLinkResponse,
-  handle: (s, body) => s.links.create(body),
+  handle: (s, body, caller) => s.links.create(caller, body),
 });

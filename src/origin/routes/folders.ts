@@ -8,7 +8,7 @@ export const createFolder = endpoint({
   description: 'Folder names are unique among the sub-folders of one parent (409 folder_exists).',
   body: api.CreateFolderRequest,
   response: api.FolderRecord,
-  handle: (s, body) => s.tree.create(body),
+  handle: (s, body, caller) => s.tree.create(caller, body),
 });
 
 export const getFolder = endpoint({
@@ -17,7 +17,7 @@ export const getFolder = endpoint({
   summary: 'Read a folder',
   body: api.FolderIdRequest,
   response: api.FolderRecord,
-  handle: (s, body) => s.tree.get(body.folder_id),
+  handle: (s, body, caller) => s.tree.get(caller, body.folder_id),
 });
 
 export const updateFolder = endpoint({
@@ -27,7 +27,7 @@ export const updateFolder = endpoint({
   description: 'Takes effect at every edge before it answers. Moving a folder into its own subtree is 409 cycle.',
   body: api.UpdateFolderRequest,
   response: api.FolderRecord,
-  handle: (s, body) => s.tree.update(body),
+  handle: (s, body, caller) => s.tree.update(caller, body),
 });
 
 export const deleteFolder = endpoint({
@@ -37,7 +37,7 @@ export const deleteFolder = endpoint({
   description: 'Without "recursive": true a non-empty folder is 409 folder_not_empty. A recursive delete removes every file below it, aborting unfinished uploads.',
   body: api.DeleteFolderRequest,
   response: api.DeleteFolderResponse,
-  handle: (s, body) => s.tree.delete(body),
+  handle: (s, body, caller) => s.tree.delete(caller, body),
 });
 
 export const list = endpoint({
@@ -47,7 +47,7 @@ export const list = endpoint({
   description: 'Folders first, then ready files; limit counts both. Page with next_cursor until it is null; paging never skips or repeats an entry.',
   body: api.ListRequest,
   response: api.ListResponse,
-  handle: (s, body) => s.listing.list(body),
+  handle: (s, body, caller) => s.listing.list(caller, body),
 });
 
 export const search = endpoint({
@@ -57,5 +57,5 @@ export const search = endpoint({
   description: 'Direct children of one folder whose name contains the query, without regard to case, ordered by name.',
   body: api.SearchRequest,
   response: api.SearchResponse,
-  handle: (s, body) => s.listing.search(body),
+  handle: (s, body, caller) => s.listing.search(caller, body),
 });

@@ -1,0 +1,70 @@
+/**
+ * Who is calling, as the service sees it, and the records of keys and upload grants
+ * (contract §10). Pure types and rules; the service applies them (service/access.ts).
+ */
+import type { Visibility } from './records.js';
+
+export type Scope = 'read' | 'write' | 'admin';
+export const SCOPES: readonly Scope[] = ['read', 'write', 'admin'];
+
+/** A key other than the root key. Only the SHA-256 of its secret is kept. */
+export interface StoredKey {
+  id: string;
+  name: string;
+  secret_hash: string;
+  /** Comma-separated scopes. */
+  scopes: string;
+  folder_id: string | null;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+  last_used_at: number | null;
+}
+
+/** An upload grant: what a browser holding it may upload. Only the SHA-256 of its secret is kept. */
+export interface StoredGrant {
+  id: string;
+  secret_hash: string;
+  folder_id: string | null;
+  visibility: Visibility | null;
+  max_size: number;
+  /** JSON array of allowed types (`image/*` allowed), or null for any. */
+  content_types: string | null;
+  max_files: number;
+  used_files: number;
+  created_at: number;
+  expires_at: number;
+  /** "root" or the id of the key that made it. */
+  created_by: string;
+}
+
+export type Caller =
+  /** The root key, or a Playground session (signed in with it). */
+  | { kind: 'root'; via: 'key' | 'session'; sessionExpiresAt?: number }
+  | { kind: 'key'; keyId: string; scopes: ReadonlySet<Scope>; folderId: string | null }
+  | { kind: 'grant'; grant: StoredGrant }
+  | { kind: 'edge' };
+
+export const ROOT_CALLER: Caller = { kind: 'root', via: 'key' };
+
+export const parseScopes = (text: string): Set<Scope> =>
+  new Set(text.split(',').filter((s): s is Scope => (SCOPES as readonly string[]).includes(s)));
+
+/** Credentials other than the root key: a readable prefix, the row id, then the secret. */
+export const KEY_PREFIX = 'ck';
+export const GRANT_PREFIX = 'cg';
+
+/** Splits "ck_<id>.<secret>" into its id and secret, or null for another shape. */
+export function splitCredential(prefix: string, text: string): { id: string; secret: string } | null {
+  const match = new RegExp(`^${prefix}_([A-Za-z0-9_-]{22})\\.([A-Za-z0-9_-]{43})$`).exec(text);
+  return match ? { id: match[1]!, secret: match[2]! } : null;
+}
+
+/** Whether a content type is allowed by a grant's list (`image/*` matches every image type). */
+export function contentTypeAllowed(allowed: readonly string[], contentType: string): boolean {
+  const type = contentType.split(';')[0]!.trim().toLowerCase();
+  return allowed.some((a) => {
+    const pattern = a.trim().toLowerCase();
+    return pattern.endsWith('/*') ? type.startsWith(pattern.slice(0, -1)) : type === pattern;
+  });
+}

@@ -1,0 +1,100 @@
+/**
+ * Every rule that depends on who is calling (contract §10), in one place: scopes, the
+ * folder a key or grant is confined to, and what a grant may touch. Routes never decide.
+ */
+import { errors } from '../core/errors.js';
+import { contentTypeAllowed, type Caller, type Scope } from '../core/access.js';
+import type { MetadataTx, StoredFile } from '../core/ports.js';
+import { chainIsComplete } from './records.js';
+
+/** Throws 403 unless the caller holds `scope`. Grants hold none: they reach upload calls only (requireUploader). */
+export function requireScope(caller: Caller, scope: Scope): void {
+  switch (caller.kind) {
+    case 'root':
+      return;
+    case 'key':
+      if (caller.scopes.has(scope)) return;
+      throw errors.forbidden(`This key lacks the "${scope}" scope.`, { scope });
+    case 'grant':
+      throw errors.forbidden('An upload grant allows uploads only.');
+    case 'edge':
+      throw errors.forbidden('Edges read the feed only.');
+  }
+}
+
+/** Upload calls: a caller with `write`, or an upload grant. */
+export function requireUploader(caller: Caller): void {
+  if (caller.kind !== 'grant') requireScope(caller, 'write');
+}
+
+/** The folder whose subtree bounds what the caller reaches, or null for the whole tree. */
+export function reachOf(caller: Caller): string | null {
+  if (caller.kind === 'key') return caller.folderId;
+  if (caller.kind === 'grant') return caller.grant.folder_id;
+  return null;
+}
+
+/** Whether `folderId` (null: the root) lies in the subtree of `top` (the folder itself included). */
+async function inSubtree(tx: MetadataTx, top: string, folderId: string | null): Promise<boolean> {
+  if (folderId === null) return false;
+  if (folderId === top) return true;
+  const chain = await tx.folderChain(folderId);
+  // A chain cut short has ancestors unseen: fail closed.
+  return chainIsComplete(chain) && chain.some((f) => f.id === top);
+}
+
+/**
+ * Throws 404, as if it did not exist, when a confined caller names a folder outside its
+ * subtree (null: the root). Whether the folder exists is the caller of this to check.
+ */
+export async function requireFolderInReach(tx: MetadataTx, caller: Caller, folderId: string | null, field = 'folder_id'): Promise<void> {
+  const top = reachOf(caller);
+  if (top === null || (await inSubtree(tx, top, folderId))) return;
+  if (folderId === null) {
+    throw errors.outOfReach(`This credential reaches only folder "${top}" and what is inside it: give "${field}" inside it.`);
+  }
+  throw errors.folderNotFound(folderId, field);
+}
+
+/** Whether the caller may see this file: inside its subtree, and for a grant, its own upload. */
+export async function fileInReach(tx: MetadataTx, caller: Caller, file: StoredFile): Promise<boolean> {
+  if (caller.kind === 'grant' && file.grant_id !== caller.grant.id) return false;
+  const top = reachOf(caller);
+  return top === null || inSubtree(tx, top, file.folder_id);
+}
+
+/** What an upload asks for, checked against a grant's limits at initiate. */
+export interface UploadAsk {
+  folderId: string | null;
+  visibility: string;
+  size: number;
+  contentType: string;
+}
+
+/** Where an upload goes when it names no folder: a grant's own folder, else the root. */
+export const defaultUploadFolder = (caller: Caller): string | null => (caller.kind === 'grant' ? caller.grant.folder_id : null);
+
+/** Throws 403 (413 for the size) unless a grant allows this upload; the count is taken in the initiate's transaction. */
+export function checkGrantLimits(caller: Caller, ask: UploadAsk, now: number): void {
+  if (caller.kind !== 'grant') return;
+  const g = caller.grant;
+  if (g.expires_at <= now) throw errors.unauthorized('The upload grant has expired; ask the application for a new one.');
+  if (g.visibility !== null && ask.visibility !== g.visibility) {
+    throw errors.forbidden(`This grant uploads ${g.visibility} files only.`, { field: 'visibility', allowed: g.visibility });
+  }
+  if (ask.size > g.max_size) throw errors.fileTooLarge(g.max_size);
+  if (g.content_types !== null) {
+    const allowed = JSON.parse(g.content_types) as string[];
+    if (!contentTypeAllowed(allowed, ask.contentType)) {
+      throw errors.forbidden(`This grant allows ${allowed.join(', ')} only, not ${ask.contentType}.`, { field: 'content_type', allowed });
+    }
+  }
+}
+
+/** Counts the upload against its grant, in the initiate's transaction. */
+export async function takeGrantFile(tx: MetadataTx, caller: Caller): Promise<void> {
+  if (caller.kind !== 'grant') return;
+  if (!(await tx.grants.use(caller.grant.id))) {
+    throw errors.forbidden(`This grant allows ${caller.grant.max_files} file(s) and all have been started.`, { max_files: caller.grant.max_files });
+  }
+}

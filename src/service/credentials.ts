@@ -1,0 +1,133 @@
+/**
+ * Keys and upload grants (contract §10): made here, returned once, stored as the SHA-256 of
+ * their secret. A key confined to a folder can only hand out what it reaches itself.
+ */
+import { createHash } from 'node:crypto';
+import { errors } from '../core/errors.js';
+import { newId, newSecretPart } from '../core/ids.js';
+import { validateName } from '../core/names.js';
+import { isoTime, parseVisibility } from '../core/records.js';
+import { isSendableContentType } from '../core/file-types.js';
+import { MAX_EXPIRY_SECONDS } from '../core/signing.js';
+import { GRANT_PREFIX, KEY_PREFIX, SCOPES, type Caller, type Scope, type StoredGrant, type StoredKey } from '../core/access.js';
+import type { MetadataTx } from '../core/ports.js';
+import type {
+  CreateGrantRequest, CreateGrantResponse, CreateKeyRequest, CreateKeyResponse, KeyRecord, ListKeysResponse, RevokeKeyResponse,
+} from '../core/api-access.js';
+import type { ServiceContext } from './context.js';
+import { reachOf, requireFolderInReach, requireScope } from './access.js';
+
+const hashOf = (secret: string): string => createHash('sha256').update(secret).digest('hex');
+/** Ten years: long enough for "until revoked", short enough to stay a safe integer of milliseconds. */
+const MAX_KEY_SECONDS = 10 * 365 * 86_400;
+const MAX_GRANT_FILES = 10_000;
+const CONTENT_TYPE_PATTERN = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/\*$/i;
+
+function keyRecord(k: StoredKey): KeyRecord {
+  return {
+    key_id: k.id, name: k.name, scopes: k.scopes.split(',').filter(Boolean), folder_id: k.folder_id, created_at: isoTime(k.created_at),
+    expires_at: k.expires_at === null ? null : isoTime(k.expires_at), revoked_at: k.revoked_at === null ? null : isoTime(k.revoked_at),
+    last_used_at: k.last_used_at === null ? null : isoTime(k.last_used_at),
+  };
+}
+
+function parseScopeList(scopes: string[]): Scope[] {
+  const wanted = [...new Set(scopes.map((s) => s.trim().toLowerCase()))];
+  if (wanted.length === 0 || wanted.some((s) => !(SCOPES as readonly string[]).includes(s))) {
+    throw errors.invalidField('invalid_scopes', 'scopes', '"scopes" must list one or more of "read", "write", "admin".');
+  }
+  return SCOPES.filter((s) => wanted.includes(s));
+}
+
+function wholeNumber(value: number | null | undefined, fallback: number | null, min: number, max: number, code: string, field: string): number | null {
+  if (value === undefined || value === null) return fallback;
+  if (!Number.isInteger(value) || value < min || value > max) throw errors.invalidField(code, field, `"${field}" must be a whole number from ${min} to ${max}.`);
+  return value;
+}
+
+export class Credentials {
+  constructor(private readonly c: ServiceContext) {}
+
+  /** Whether a confined caller reaches the folder a key is confined to (the root: only unconfined callers). */
+  private async reaches(tx: MetadataTx, caller: Caller, folderId: string | null): Promise<boolean> {
+    try {
+      await requireFolderInReach(tx, caller, folderId);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The folder a new key or grant is confined to: the one asked for, inside the caller's reach; by default the caller's own. */
+  private async confinement(tx: MetadataTx, caller: Caller, asked: string | null | undefined): Promise<string | null> {
+    const folderId = asked ?? reachOf(caller);
+    if (folderId !== null) await this.c.requireFolderFor(tx, caller, folderId);
+    return folderId;
+  }
+
+  async createKey(caller: Caller, req: CreateKeyRequest): Promise<CreateKeyResponse> {
+    requireScope(caller, 'admin');
+    const name = validateName(req.name);
+    const scopes = parseScopeList(req.scopes);
+    if (scopes.includes('admin') && caller.kind !== 'root') throw errors.forbidden('Only the root key makes keys with the "admin" scope.', { field: 'scopes' });
+    const seconds = wholeNumber(req.expires_in, null, 1, MAX_KEY_SECONDS, 'invalid_expiry', 'expires_in');
+    const folderId = await this.confinement(this.c.meta.read, caller, req.folder_id);
+    const now = this.c.now();
+    const secret = newSecretPart();
+    const row: StoredKey = {
+      id: newId(), name, secret_hash: hashOf(secret), scopes: scopes.join(','), folder_id: folderId, created_at: now,
+      expires_at: seconds === null ? null : now + seconds * 1000, revoked_at: null, last_used_at: null,
+    };
+    await this.c.meta.transaction(async (tx) => {
+      if (folderId !== null) await this.c.requireFolder(tx, folderId, 'folder_id', 'share');
+      await tx.keys.insert(row);
+    });
+    return { ...keyRecord(row), key: `${KEY_PREFIX}_${row.id}.${secret}` };
+  }
+
+  async listKeys(caller: Caller): Promise<ListKeysResponse> {
+    requireScope(caller, 'admin');
+    const keys: KeyRecord[] = [];
+    for (const k of await this.c.meta.read.keys.list()) {
+      if (await this.reaches(this.c.meta.read, caller, k.folder_id)) keys.push(keyRecord(k));
+    }
+    return { keys };
+  }
+
+  async revokeKey(caller: Caller, keyId: string): Promise<RevokeKeyResponse> {
+    requireScope(caller, 'admin');
+    const row = await this.c.meta.transaction(async (tx) => {
+      const k = await tx.keys.get(keyId);
+      if (!k || !(await this.reaches(tx, caller, k.folder_id))) throw errors.keyNotFound(keyId);
+      if (k.revoked_at === null) await tx.keys.revoke(k.id, this.c.now());
+      return (await tx.keys.get(keyId))!;
+    });
+    return { key_id: row.id, revoked: true, revoked_at: isoTime(row.revoked_at!) };
+  }
+
+  async createGrant(caller: Caller, req: CreateGrantRequest): Promise<CreateGrantResponse> {
+    requireScope(caller, 'write');
+    const folderId = await this.confinement(this.c.meta.read, caller, req.folder_id);
+    if (folderId === null) await requireFolderInReach(this.c.meta.read, caller, null);
+    const visibility = req.visibility === undefined ? null : parseVisibility(req.visibility);
+    const maxSize = wholeNumber(req.max_size, 0, 0, this.c.opts.maxFileSize, 'invalid_max_size', 'max_size')!;
+    let contentTypes: string[] | null = null;
+    if (req.content_types !== undefined) {
+      contentTypes = req.content_types.map((t) => t.trim());
+      if (contentTypes.length === 0 || contentTypes.some((t) => !isSendableContentType(t) && !CONTENT_TYPE_PATTERN.test(t))) {
+        throw errors.invalidField('invalid_content_type', 'content_types', '"content_types" must list media types such as "image/png" or "image/*".');
+      }
+    }
+    const seconds = wholeNumber(req.expires_in, 3600, 1, MAX_EXPIRY_SECONDS, 'invalid_expiry', 'expires_in')!;
+    const maxFiles = wholeNumber(req.max_files, 1, 1, MAX_GRANT_FILES, 'invalid_max_files', 'max_files')!;
+    const now = this.c.now();
+    const secret = newSecretPart();
+    const row: StoredGrant = {
+      id: newId(), secret_hash: hashOf(secret), folder_id: folderId, visibility, max_size: maxSize,
+      content_types: contentTypes === null ? null : JSON.stringify(contentTypes), max_files: maxFiles, used_files: 0,
+      created_at: now, expires_at: now + seconds * 1000, created_by: caller.kind === 'key' ? caller.keyId : 'root',
+    };
+    await this.c.meta.transaction((tx) => tx.grants.insert(row));
+    return { grant: `${GRANT_PREFIX}_${row.id}.${secret}`, expires_at: isoTime(row.expires_at) };
+  }
+}

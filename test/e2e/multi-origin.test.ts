@@ -181,10 +181,10 @@ describe.each(CONFIGURATIONS)('two origins: $name', (configuration) => {
   const originOf = (name: 'A' | 'B'): Node => origins.find((o) => o.name === name)!;
   const edgeOf = (name: 'A' | 'B'): Edge => edges.find((e) => e.name === name)!;
 
-  async function api<T = any>(on: 'A' | 'B', path: string, body: unknown): Promise<{ status: number; body: T }> {
+  async function api<T = any>(on: 'A' | 'B', path: string, body: unknown, key = KEY): Promise<{ status: number; body: T }> {
     const res = await fetch(originOf(on).url + path, {
       method: 'POST',
-      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
     const text = await res.text();
@@ -294,6 +294,27 @@ describe.each(CONFIGURATIONS)('two origins: $name', (configuration) => {
       expect(r.headers['x-cache'], `edge ${e.name}`).toBe('HIT');
     }
     expect((await ok('A', '/collections/file/get', { file_id: s.fileId })).sha256).toBe(sha256(bytes));
+  });
+
+  it('a key made on one origin works on the other, and fails there the moment its revocation answers', async () => {
+    const made = await ok('A', '/collections/keys/create', { name: 'shared', scopes: ['read'] });
+    expect((await api('B', '/collections/list', {}, made.key)).status).toBe(200);
+    await ok('A', '/collections/keys/revoke', { key_id: made.key_id });
+    const refused = await api<any>('B', '/collections/list', {}, made.key);
+    expect(refused.status).toBe(401);
+    expect(refused.body.error.code).toBe('unauthorized');
+  });
+
+  it('revoking a file\'s links on one origin refuses them at both edges before it answers', async () => {
+    const f = await upload('A', randomBytes(1000), { visibility: 'Private' });
+    const path = await signedPath('B', f.rec.file_id);
+    for (const e of edges) await expectServed(e, f, path, `edge ${e.name} before`);
+    await ok('B', '/collections/file/revoke-links', { file_id: f.rec.file_id });
+    for (const e of edges) {
+      const r = await get(e.url, path);
+      expect(r.status, `edge ${e.name}`).toBe(403);
+      expect(JSON.parse(r.body.toString()).error.code).toBe('link_revoked');
+    }
   });
 
   it('keeps both edges in one lease table, whichever origin each acknowledges', async () => {

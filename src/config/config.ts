@@ -33,6 +33,10 @@ export interface Config {
   /** Requests per second one client address may make to the programmatic interface. */
   rateLimit: number;
   logLevel: string;
+  /** Webhook receivers may be on loopback and private addresses (tests, private networks). */
+  webhookAllowPrivate: boolean;
+  /** The first webhook retry's delay in ms; each next one doubles, up to an hour. */
+  webhookRetryBaseMs: number;
 }
 
 export const SETTINGS = [
@@ -58,6 +62,8 @@ export const SETTINGS = [
   ['COFFER_MAX_FILE_SIZE', 'largest declared size accepted at initiate (default 52428800000)'],
   ['COFFER_RATE_LIMIT', 'requests per second per client address (default 1000)'],
   ['COFFER_LOG_LEVEL', 'info, warn, error or debug (default info)'],
+  ['COFFER_WEBHOOK_ALLOW_PRIVATE', '1 lets webhook receivers be on loopback and private addresses (default 0)'],
+  ['COFFER_WEBHOOK_RETRY_BASE_MS', "a webhook's first retry delay in ms; each next doubles, up to an hour (default 1000)"],
 ] as const;
 
 export type SettingName = (typeof SETTINGS)[number][0];
@@ -121,5 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     maxFileSize: integer('COFFER_MAX_FILE_SIZE', get('COFFER_MAX_FILE_SIZE'), DEFAULT_MAX_FILE_SIZE),
     rateLimit: integer('COFFER_RATE_LIMIT', get('COFFER_RATE_LIMIT'), 1000, 1),
     logLevel: get('COFFER_LOG_LEVEL') || 'info',
+    webhookAllowPrivate: ['1', 'true', 'yes'].includes((get('COFFER_WEBHOOK_ALLOW_PRIVATE') ?? '').toLowerCase()),
+    webhookRetryBaseMs: integer('COFFER_WEBHOOK_RETRY_BASE_MS', get('COFFER_WEBHOOK_RETRY_BASE_MS'), 1000, 1),
   };
 }

@@ -36,6 +36,8 @@ export const errors = {
   forbidden: (message: string, extra: ErrorDetails = {}) => new CofferError(403, 'forbidden', message, extra),
   /** Outside a confined caller's folder: answered as if it did not exist. */
   outOfReach: (message = 'Nothing is there for this key.') => new CofferError(404, 'not_found', message),
+  webhookNotFound: (id: string) => new CofferError(404, 'webhook_not_found', `No webhook has the id "${id}".`, { webhook_id: id }),
+  deliveryNotFound: (id: string) => new CofferError(404, 'delivery_not_found', `No delivery has the id "${id}".`, { delivery_id: id }),
   keyNotFound: (keyId: string) => new CofferError(404, 'key_not_found', `No key has the id "${keyId}".`, { key_id: keyId }),
   csrfFailed: (message: string) => new CofferError(403, 'csrf_failed', message),
   fileNotFound: (fileId: string) =>

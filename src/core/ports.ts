@@ -4,6 +4,7 @@
  */
 import type { FileStatus, FileType, Visibility } from './records.js';
 import type { StoredGrant, StoredKey } from './access.js';
+import type { StoredDelivery, StoredWebhook } from './webhooks.js';
 
 export interface StoredFolder {
   id: string;
@@ -47,7 +48,7 @@ export interface StoredPart {
   updated_at: number;
 }
 
-export type EventType = 'file.ready' | 'file.updated' | 'file.deleted' | 'folder.created' | 'folder.updated' | 'folder.deleted';
+export type EventType = 'file.ready' | 'file.updated' | 'file.deleted' | 'folder.created' | 'folder.updated' | 'folder.deleted' | 'upload.expired';
 
 export interface NewEvent {
   type: EventType;
@@ -126,10 +127,32 @@ export interface GrantRows {
   use(id: string): Promise<boolean>;
 }
 
+/** Webhooks and their deliveries (contract §11). */
+export interface WebhookRows {
+  insert(webhook: StoredWebhook): Promise<void>;
+  /** With `lock`, held for the transaction; on PostgreSQL a webhook another origin holds is skipped (undefined). */
+  get(id: string, lock?: boolean): Promise<StoredWebhook | undefined>;
+  list(): Promise<StoredWebhook[]>;
+  /** Deletes the webhook and its deliveries; false when there was none. */
+  delete(id: string): Promise<boolean>;
+  advance(id: string, cursorSeq: number): Promise<void>;
+  insertDeliveries(rows: StoredDelivery[]): Promise<void>;
+  getDelivery(id: string): Promise<StoredDelivery | undefined>;
+  /** Newest first, before the given position. */
+  listDeliveries(webhookId: string, before: { seq: number; id: string } | null, limit: number): Promise<StoredDelivery[]>;
+  /**
+   * Takes up to `limit` due deliveries, each the earliest pending one of its webhook and key,
+   * and holds them until `holdUntil`; rows another sender holds are skipped.
+   */
+  claimDue(now: number, limit: number, holdUntil: number): Promise<StoredDelivery[]>;
+  updateDelivery(id: string, patch: Partial<Omit<StoredDelivery, 'id'>>): Promise<void>;
+}
+
 /** Operations inside one transaction: all of them commit together or none does. */
 export interface MetadataTx {
   readonly keys: KeyRows;
   readonly grants: GrantRows;
+  readonly webhooks: WebhookRows;
   getFolder(id: string, lock?: RowLock): Promise<StoredFolder | undefined>;
   /**
    * The folder and every folder above it, nearest first; at most MAX_FOLDER_DEPTH of them,

@@ -24,6 +24,7 @@ import * as uploadRoutes from './routes/upload.js';
 import * as folderRoutes from './routes/folders.js';
 import * as fileRoutes from './routes/files.js';
 import * as accessRoutes from './routes/access.js';
+import * as webhookRoutes from './routes/webhooks.js';
 
 export const JSON_BODY_LIMIT = 64 * 1024;
 export const CHUNK_BODY_LIMIT = 8 * 1024 * 1024;
@@ -54,6 +55,7 @@ const ENDPOINTS: Endpoint[] = [
   folderRoutes.list, folderRoutes.search,
   fileRoutes.getFile, fileRoutes.updateFile, fileRoutes.deleteFile, fileRoutes.downloadFile, fileRoutes.createLink,
   accessRoutes.createKey, accessRoutes.listKeys, accessRoutes.revokeKey, accessRoutes.createGrant, accessRoutes.revokeLinks,
+  webhookRoutes.createWebhook, webhookRoutes.listWebhooks, webhookRoutes.deleteWebhook, webhookRoutes.deliveries, webhookRoutes.redeliver,
 ];
 
 const ERROR_RESPONSES = Object.fromEntries(

@@ -5,6 +5,7 @@ import { resolveCredentials, type Credentials, type Generated } from '../config/
 import { prepareDataDir, restrictFiles } from '../config/data-dir.js';
 import { openBlobStore, openMetadataStore } from '../adapters/open.js';
 import { CofferService } from '../service/service.js';
+import { WebhookSender } from './webhook-sender.js';
 import { buildOriginApp } from './app.js';
 import { EdgeHub } from './edge-hub.js';
 import { openEventWake } from './event-wake.js';
@@ -47,8 +48,15 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     uploadTtlSeconds: config.uploadTtl,
     sessionTtlSeconds: config.sessionTtl,
     maxFileSize: config.maxFileSize,
+    webhookAllowPrivate: config.webhookAllowPrivate,
     onBackgroundError: (what, err) => app.log.error({ err }, `${what} failed`),
   });
+  const webhooks = new WebhookSender(meta, {
+    allowPrivate: config.webhookAllowPrivate,
+    retryBaseMs: config.webhookRetryBaseMs,
+    onError: (what, err) => app.log.warn({ err }, `${what} failed`),
+  });
+  service.webhooks.onRedeliver = () => webhooks.wake();
   // Edges' acknowledgements and leases live in the database, so several origins sharing it
   // agree on them; other origins' events and acknowledgements are polled for, and on
   // PostgreSQL also announced by NOTIFY.
@@ -57,7 +65,11 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     wake: openEventWake(config.databaseUrl, (err) => app.log.warn({ err }, 'listening for other origins\' changes failed; polling only')),
     onError: (what, err) => app.log.error({ err }, `${what} failed`),
   });
-  service.setPublisher((seq) => hub.publish(seq));
+  service.setPublisher(async (seq) => {
+    // Deliveries never wait on edges, nor a change on receivers.
+    webhooks.wake();
+    await hub.publish(seq);
+  });
   const app = await buildOriginApp({
     service, accessKey: credentials.accessKey, baseUrl: config.baseUrl, rateLimit: config.rateLimit, logLevel: config.logLevel,
     sessionTtlSeconds: config.sessionTtl, headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs,
@@ -83,6 +95,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
   timer.unref();
 
   await app.listen({ host: config.host, port: config.port });
+  webhooks.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -103,6 +116,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
         // In-flight requests finish; then nothing is left writing.
         hub.endStreams();
         await app.close();
+        await webhooks.close();
         await hub.close();
         await service.uploads.drain();
         await service.emptyTrash().catch(() => {});

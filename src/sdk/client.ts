@@ -11,6 +11,7 @@ import type {
 import type {
   CreateGrantRequest, CreateGrantResponse, CreateKeyRequest, CreateKeyResponse, ListKeysResponse, RevokeKeyResponse, RevokeLinksResponse,
 } from '../core/api-access.js';
+import type { CreateWebhookRequest, CreateWebhookResponse, DeliveriesRequest, DeliveriesResponse, DeliveryRecord, ListWebhooksResponse } from '../core/api-webhooks.js';
 import { CofferError } from '../core/errors.js';
 import { base64Length, encodeBase64Into } from './base64.js';
 import { DEFAULT_RETRY, backoffDelay, sleep, type RetryOptions } from './retry.js';
@@ -287,6 +288,24 @@ export class CofferClient {
   /** A grant a browser can upload with (`new CofferClient({ url, grant })`), within the limits given. Needs "write". */
   createGrant(req: CreateGrantRequest, opts?: CallOptions): Promise<CreateGrantResponse> {
     return this.call('/collections/upload/grant', req, opts);
+  }
+
+  // Webhooks (contract §11)
+  /** The secret is in this answer only: keep it to check deliveries with verifyWebhook. Needs "admin". */
+  createWebhook(req: CreateWebhookRequest, opts?: CallOptions): Promise<CreateWebhookResponse> {
+    return this.call('/collections/webhooks/create', req, opts);
+  }
+  listWebhooks(opts?: CallOptions): Promise<ListWebhooksResponse> {
+    return this.call('/collections/webhooks/list', {}, { ...opts, idempotent: true });
+  }
+  deleteWebhook(webhookId: string, opts?: CallOptions): Promise<{ webhook_id: string; deleted: true }> {
+    return this.call('/collections/webhooks/delete', { webhook_id: webhookId }, { ...opts, idempotent: true });
+  }
+  webhookDeliveries(req: DeliveriesRequest, opts?: CallOptions): Promise<DeliveriesResponse> {
+    return this.call('/collections/webhooks/deliveries', req, { ...opts, idempotent: true });
+  }
+  redeliver(deliveryId: string, opts?: CallOptions): Promise<DeliveryRecord> {
+    return this.call('/collections/webhooks/redeliver', { delivery_id: deliveryId }, opts);
   }
 
   /** GET /healthz: resolves when the origin answers ok. */

@@ -7,6 +7,8 @@ export type { AbortUploadResponse, CallOptions, ClientOptions, DeleteFileRespons
 export { Limiter, uploadFile } from './upload.js';
 export type { ResumeHandle, UploadOptions, UploadProgress, UploadSource } from './upload.js';
 export { signLink } from './sign.js';
+export { verifyWebhook } from './webhooks.js';
+export type { VerifyWebhookOptions, WebhookDelivery } from './webhooks.js';
 export type { SignLinkOptions } from './sign.js';
 export type { RetryOptions } from './retry.js';
 export { CofferError } from '../core/errors.js';
@@ -25,3 +27,6 @@ export type {
   CreateGrantRequest, CreateGrantResponse, CreateKeyRequest, CreateKeyResponse, KeyRecord, ListKeysResponse, RevokeKeyResponse,
   RevokeLinksResponse,
 } from '../core/api-access.js';
+export type {
+  CreateWebhookRequest, CreateWebhookResponse, DeliveriesRequest, DeliveriesResponse, DeliveryRecord, ListWebhooksResponse, WebhookRecord,
+} from '../core/api-webhooks.js';

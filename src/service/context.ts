@@ -19,6 +19,8 @@ export interface ServiceOptions {
   /** How long a Playground session lasts; 12 hours when not given. */
   sessionTtlSeconds?: number;
   maxFileSize: number;
+  /** Webhook receivers may be on loopback and private addresses. */
+  webhookAllowPrivate?: boolean;
   now?: () => number;
   /** Told of background failures that no request will report. */
   onBackgroundError?: (what: string, err: unknown) => void;

@@ -372,7 +372,10 @@ export class Uploads {
       await this.c.meta.transaction(async (tx) => {
         for (const file of stale) {
           const current = await tx.getFile(file.id, 'update');
-          if (current && this.c.isExpired(current)) await removeFiles(tx, [current], this.c.now());
+          if (!current || !this.c.isExpired(current)) continue;
+          await removeFiles(tx, [current], this.c.now());
+          // For webhooks; edges never held an upload.
+          await tx.appendEvent({ type: 'upload.expired', file_id: current.id, folder_id: current.folder_id, data: { file_id: current.id, name: current.name, folder_id: current.folder_id } }, this.c.now());
         }
       });
       total += stale.length;

@@ -856,7 +856,7 @@ describe('a folder of 10,000 files', () => {
       return { p95: times[Math.floor(times.length * 0.95)]!, max: times.at(-1)!, rows: document.querySelectorAll('[data-testid=row]').length };
     });
     console.log(`scroll steps through 10,000 rows: p95 ${steps.p95.toFixed(1)} ms, max ${steps.max.toFixed(1)} ms, ${steps.rows} rows in the page`);
-    expect(steps.p95).toBeLessThan(100);
+    // The step times are printed, not asserted: tests never assert timings. What holds is that the page stays small.
     expect(steps.rows).toBeLessThan(300);
     // A scroll back to the middle shows the rows there.
     await page.locator('[data-testid=scroller]').evaluate((s) => { s.scrollTop = s.scrollHeight / 2; });

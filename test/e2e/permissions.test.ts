@@ -53,6 +53,19 @@ async function openUpload(ctx: Ctx, place: Place, who: Who, withPart = false): P
 }
 const newFolder = async (ctx: Ctx, place: Place) => rootPost(ctx, '/collections/folder/create', { name: unique('d'), visibility: 'Public', parent_id: folderOf(ctx, place) });
 
+const newWebhook = (ctx: Ctx) => rootPost(ctx, '/collections/webhooks/create', { url: 'http://127.0.0.1:9/hook', events: ['folder.created'] });
+/** A delivery (to a receiver that is not there) to send again. */
+async function newDelivery(ctx: Ctx): Promise<string> {
+  const hook = await newWebhook(ctx);
+  await newFolder(ctx, 'outside');
+  for (let i = 0; i < 200; i++) {
+    const list = await rootPost(ctx, '/collections/webhooks/deliveries', { webhook_id: hook.webhook_id });
+    if (list.deliveries.length > 0) return list.deliveries[0].delivery_id;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('no delivery was made');
+}
+
 const ROWS: Row[] = [
   { path: '/collections/upload/file', need: 'upload', body: async (ctx, place) => ({ name: unique('n') + '.txt', visibility: 'Private', size: 3, file_type: 'document', folder_id: folderOf(ctx, place) }) },
   { path: '/collections/upload/file-progress', need: 'upload', body: async (ctx, place, who) => {
@@ -77,6 +90,11 @@ const ROWS: Row[] = [
   { path: '/collections/file/revoke-links', need: 'write', body: async (ctx, place) => ({ file_id: (await readyFile(ctx, place)).file_id }) },
   { path: '/collections/keys/create', need: 'admin', body: async (ctx, place) => ({ name: unique('k'), scopes: ['read'], folder_id: folderOf(ctx, place) }) },
   { path: '/collections/keys/list', need: 'admin', body: async () => ({}) },
+  { path: '/collections/webhooks/create', need: 'admin', body: async () => ({ url: 'http://127.0.0.1:9/hook', events: ['*'] }) },
+  { path: '/collections/webhooks/list', need: 'admin', body: async () => ({}) },
+  { path: '/collections/webhooks/delete', need: 'admin', body: async (ctx) => ({ webhook_id: (await newWebhook(ctx)).webhook_id }) },
+  { path: '/collections/webhooks/deliveries', need: 'admin', body: async (ctx) => ({ webhook_id: (await newWebhook(ctx)).webhook_id }) },
+  { path: '/collections/webhooks/redeliver', need: 'admin', body: async (ctx) => ({ delivery_id: await newDelivery(ctx) }) },
   { path: '/collections/keys/revoke', need: 'admin', body: async (ctx, place) => ({ key_id: (await rootPost(ctx, '/collections/keys/create', { name: unique('v'), scopes: ['read'], folder_id: folderOf(ctx, place) })).key_id }) },
 ];
 
@@ -110,7 +128,7 @@ function expected(who: Who, need: Need): { status: number; code: string | null }
 let ctx: Ctx;
 
 beforeAll(async () => {
-  const o = await startTestOrigin();
+  const o = await startTestOrigin({ COFFER_WEBHOOK_ALLOW_PRIVATE: '1' });
   const root = `Bearer ${o.key}`;
   const made = async (body: Record<string, unknown>) => {
     const r = await o.post('/collections/keys/create', body);

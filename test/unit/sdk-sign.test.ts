@@ -33,9 +33,10 @@ describe('signLink', () => {
   it('signs a bare path exactly as signPath with Node HMAC and the contract formula', async () => {
     const link = await signLink(PATH, { expiresIn: 600, secret: SECRET, now: NOW });
     expect(link).toBe(signPath(PATH, SECRET, { expiresIn: 600, now: NOW }, nodeHmac).pathAndQuery);
-    expect(link).toBe(`${PATH}?X-Expires=${NOW + 600}&X-Sig=${manualSig(SECRET, PATH, `X-Expires=${NOW + 600}`)}`);
+    const canonical = `X-Expires=${NOW + 600}&X-Issued=${NOW * 1000}`;
+    expect(link).toBe(`${PATH}?${canonical}&X-Sig=${manualSig(SECRET, PATH, canonical)}`);
     const { path, query } = splitLink(link);
-    expect(verifyLink(path, query, [SECRET], NOW + 600, nodeHmac)).toEqual({ kind: 'valid', expires: NOW + 600, download: false });
+    expect(verifyLink(path, query, [SECRET], NOW + 600, nodeHmac)).toEqual({ kind: 'valid', expires: NOW + 600, download: false, issuedMs: NOW * 1000 });
     expect(verifyLink(path, query, [SECRET], NOW + 601, nodeHmac)).toEqual({ kind: 'expired', expires: NOW + 600 });
   });
 
@@ -52,11 +53,11 @@ describe('signLink', () => {
 
   it('download: true adds download=1, sorted after X-Expires and signed along', async () => {
     const link = await signLink(PATH, { expiresIn: 60, secret: SECRET, now: NOW, download: true });
-    const canonical = `X-Expires=${NOW + 60}&download=1`;
+    const canonical = `X-Expires=${NOW + 60}&X-Issued=${NOW * 1000}&download=1`;
     expect(link).toBe(`${PATH}?${canonical}&X-Sig=${manualSig(SECRET, PATH, canonical)}`);
     expect(link).toBe(signPath(PATH, SECRET, { expiresIn: 60, now: NOW, params: { download: '1' } }, nodeHmac).pathAndQuery);
     const { path, query } = splitLink(link);
-    expect(verifyLink(path, query, [SECRET], NOW, nodeHmac)).toEqual({ kind: 'valid', expires: NOW + 60, download: true });
+    expect(verifyLink(path, query, [SECRET], NOW, nodeHmac)).toEqual({ kind: 'valid', expires: NOW + 60, download: true, issuedMs: NOW * 1000 });
     // Dropping download=1 from the signed link breaks it.
     expect(verifyLink(path, query.replace('&download=1', ''), [SECRET], NOW, nodeHmac)).toEqual({ kind: 'invalid' });
   });

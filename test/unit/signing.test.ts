@@ -65,30 +65,32 @@ describe('signPath', () => {
   const path = '/files/AbC-_123xyz';
 
   it('matches a fixed test vector computed from the contract formula', () => {
-    const canonical = 'X-Expires=1700000000&download=1';
+    const canonical = 'X-Expires=1700000000&X-Issued=1699996400000&download=1';
     const expected = contractSignature(secret, path, canonical);
     expect(expected).toHaveLength(43);
     expect(expected).toMatch(/^[A-Za-z0-9_-]+$/);
     const signed = signPath(path, secret, { expiresIn: 3600, now: 1_699_996_400, params: { download: '1' } }, nodeHmac);
     expect(signed.expires).toBe(1_700_000_000);
     expect(signed.pathAndQuery).toBe(`${path}?${canonical}&X-Sig=${expected}`);
-    expect(stringToSign(path, [['download', '1'], ['X-Expires', '1700000000']])).toBe(`${path}\n${canonical}`);
+    expect(stringToSign(path, [['download', '1'], ['X-Issued', '1699996400000'], ['X-Expires', '1700000000']])).toBe(`${path}\n${canonical}`);
   });
 
   it('pins literal signatures (also computed with openssl dgst -sha256 -hmac)', () => {
     expect(contractSignature('secret', '/files/abc', 'X-Expires=1')).toBe('YgasbBYdWUulCM1iEZRR0w7MSygKUkUnT68hybVZi1o');
     const signed = signPath('/files/abc', 'secret', { expiresIn: 1, now: 0 }, nodeHmac);
-    expect(signed.pathAndQuery).toBe('/files/abc?X-Expires=1&X-Sig=YgasbBYdWUulCM1iEZRR0w7MSygKUkUnT68hybVZi1o');
+    // printf '/files/abc\nX-Expires=1&X-Issued=0' | openssl dgst -sha256 -hmac secret -binary | base64url
+    expect(signed.pathAndQuery).toBe('/files/abc?X-Expires=1&X-Issued=0&X-Sig=UsPqG2TRgMYDWsqQ3ld9iZeC1vN1s_W0PpglPwXyiJs');
     const withDownload = signPath(path, secret, { expiresIn: 1, now: 1_699_999_999, params: { download: '1' } }, nodeHmac);
-    expect(withDownload.pathAndQuery).toBe(`${path}?X-Expires=1700000000&download=1&X-Sig=ZKjEvCBEsGubVBQmxQKMhSqrPaK8UepGbvuF2riiiqo`);
+    const canonical = 'X-Expires=1700000000&X-Issued=1699999999000&download=1';
+    expect(withDownload.pathAndQuery).toBe(`${path}?${canonical}&X-Sig=${contractSignature(secret, path, canonical)}`);
   });
 
   it('signs extra parameters along, encoded in the URL as they are signed', () => {
     const signed = signPath(path, secret, { expiresIn: 10, now: 100, params: { 'response name': "a b!'" } }, nodeHmac);
-    const canonical = "X-Expires=110&response%20name=a%20b%21%27";
+    const canonical = "X-Expires=110&X-Issued=100000&response%20name=a%20b%21%27";
     expect(signed.pathAndQuery).toBe(`${path}?${canonical}&X-Sig=${contractSignature(secret, path, canonical)}`);
     const query = signed.pathAndQuery.split('?')[1]!;
-    expect(verifyLink(path, query, [secret], 100, nodeHmac)).toEqual({ kind: 'valid', expires: 110, download: false });
+    expect(verifyLink(path, query, [secret], 100, nodeHmac)).toEqual({ kind: 'valid', expires: 110, download: false, issuedMs: 100_000 });
   });
 
   it('the async variant signs the same', async () => {
@@ -115,8 +117,14 @@ describe('verifyLink', () => {
   };
 
   it('accepts a link made by the formula alone and reports download=1', () => {
-    expect(verifyLink(path, query(2000), [secret], 1000, nodeHmac)).toEqual({ kind: 'valid', expires: 2000, download: false });
-    expect(verifyLink(path, query(2000, '&download=1'), [secret], 1000, nodeHmac)).toEqual({ kind: 'valid', expires: 2000, download: true });
+    // Without X-Issued (links from before it): counted as issued a day before expiry.
+    const dayBefore = (2000 - 86_400) * 1000;
+    expect(verifyLink(path, query(2000), [secret], 1000, nodeHmac)).toEqual({ kind: 'valid', expires: 2000, download: false, issuedMs: dayBefore });
+    expect(verifyLink(path, query(2000, '&download=1'), [secret], 1000, nodeHmac)).toEqual({ kind: 'valid', expires: 2000, download: true, issuedMs: dayBefore });
+    expect(verifyLink(path, query(2000, '&X-Issued=1000000'), [secret], 1000, nodeHmac)).toEqual({ kind: 'valid', expires: 2000, download: false, issuedMs: 1_000_000 });
+    // X-Issued twice, or not a number: refused like any tampering.
+    expect(verifyLink(path, query(2000, '&X-Issued=1&X-Issued=2'), [secret], 1000, nodeHmac).kind).toBe('invalid');
+    expect(verifyLink(path, query(2000, '&X-Issued=soon'), [secret], 1000, nodeHmac).kind).toBe('invalid');
   });
 
   it('answers unsigned without X-Sig and X-Expires', () => {

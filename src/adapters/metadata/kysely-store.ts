@@ -3,11 +3,12 @@
  */
 import { Migrator, sql, type Kysely, type Transaction } from 'kysely';
 import type {
-  BlobToDelete, EdgeAck, GrantRows, KeyRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
+  BlobToDelete, EdgeAck, GrantRows, KeyRows, WebhookRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
 } from '../../core/ports.js';
 import { MAX_FOLDER_DEPTH } from '../../core/upload.js';
 import { CofferMigrations } from './migrations.js';
 import { KyselyGrantRows, KyselyKeyRows } from './access-rows.js';
+import { KyselyWebhookRows } from './webhook-rows.js';
 import type { Database } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -56,10 +57,12 @@ const FOLDER_TREE_LOCK = 7262952;
 export class KyselyTx implements MetadataTx {
   readonly keys: KeyRows;
   readonly grants: GrantRows;
+  readonly webhooks: WebhookRows;
 
   constructor(private readonly db: Db, private readonly dialect: 'sqlite' | 'postgres') {
     this.keys = new KyselyKeyRows(db);
     this.grants = new KyselyGrantRows(db);
+    this.webhooks = new KyselyWebhookRows(db, dialect);
   }
 
   /** Row locks exist on PostgreSQL; SQLite runs one transaction at a time. */

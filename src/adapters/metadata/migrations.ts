@@ -191,11 +191,56 @@ function access(dialect: Dialect): Migration {
   };
 }
 
+/** Webhooks (contract §11): subscriptions, and the deliveries made from the event log for each. */
+function webhooks(dialect: Dialect): Migration {
+  const sortText = dialect === 'postgres' ? sql`text collate "C"` : sql`text`;
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('webhooks')
+        .addColumn('id', sortText, (c) => c.primaryKey())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('events', 'text', (c) => c.notNull())
+        .addColumn('secret', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('cursor_seq', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('webhook_deliveries')
+        .addColumn('id', sortText, (c) => c.primaryKey())
+        .addColumn('webhook_id', sortText, (c) => c.notNull().references('webhooks.id').onDelete('cascade'))
+        .addColumn('message_id', 'text', (c) => c.notNull())
+        .addColumn('event_seq', 'bigint', (c) => c.notNull())
+        .addColumn('event_type', 'text', (c) => c.notNull())
+        .addColumn('order_key', 'text', (c) => c.notNull())
+        .addColumn('payload', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull())
+        .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+        .addColumn('locked_until', 'bigint', (c) => c.notNull())
+        .addColumn('last_status', 'integer')
+        .addColumn('last_response', 'text')
+        .addColumn('last_error', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('delivered_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('webhook_deliveries_due').on('webhook_deliveries').columns(['status', 'next_attempt_at']).execute();
+      await db.schema.createIndex('webhook_deliveries_order').on('webhook_deliveries').columns(['webhook_id', 'order_key', 'status', 'event_seq']).execute();
+      await db.schema.createIndex('webhook_deliveries_list').on('webhook_deliveries').columns(['webhook_id', 'event_seq', 'id']).execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropTable('webhook_deliveries').execute();
+      await db.schema.dropTable('webhooks').execute();
+    },
+  };
+}
+
 export class CofferMigrations implements MigrationProvider {
   constructor(private readonly dialect: Dialect) {}
   async getMigrations(): Promise<Record<string, Migration>> {
     return { '0001_initial': initial(this.dialect), '0002_sort_by_updated': sortByUpdated, '0003_sessions': sessions, '0004_edge_leases': edgeLeases,
       '0006_access': access(this.dialect),
+      '0007_webhooks': webhooks(this.dialect),
     };
   }
 }

@@ -1,5 +1,6 @@
 import type { Generated } from 'kysely';
 import type { StoredGrant, StoredKey } from '../../core/access.js';
+import type { StoredDelivery, StoredWebhook } from '../../core/webhooks.js';
 import type { EdgeLease, StoredFile, StoredFolder, StoredPart, StoredSession } from '../../core/ports.js';
 
 export interface EventsTable {
@@ -30,4 +31,6 @@ export interface Database {
   edge_leases: EdgeLease;
   access_keys: StoredKey;
   upload_grants: StoredGrant;
+  webhooks: StoredWebhook;
+  webhook_deliveries: StoredDelivery;
 }

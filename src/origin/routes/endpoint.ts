@@ -7,7 +7,7 @@ export interface Endpoint<B extends TSchema = TSchema, R extends TSchema = TSche
   path: string;
   summary: string;
   description?: string;
-  tag: 'Upload' | 'Folders' | 'Files' | 'Links' | 'Keys';
+  tag: 'Upload' | 'Folders' | 'Files' | 'Links' | 'Keys' | 'Webhooks';
   /** Who may call it: keys and sessions (`api`, the default), or upload grants too (`upload`). */
   access?: 'api' | 'upload';
   body: B;

@@ -1,0 +1,110 @@
+/**
+ * Webhook subscriptions and their deliveries (contract §11). The event log is the outbox:
+ * every change appends its event in its own transaction, and the sender
+ * (origin/webhook-sender.ts) turns events into deliveries and sends them.
+ */
+import { randomBytes } from 'node:crypto';
+import { errors } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { isoTime } from '../core/records.js';
+import { WEBHOOK_EVENTS, type StoredDelivery, type StoredWebhook } from '../core/webhooks.js';
+import type { Caller } from '../core/access.js';
+import type {
+  CreateWebhookRequest, CreateWebhookResponse, DeliveriesRequest, DeliveriesResponse, DeleteWebhookResponse, DeliveryRecord, ListWebhooksResponse, WebhookRecord,
+} from '../core/api-webhooks.js';
+import type { ServiceContext } from './context.js';
+import { requireScope } from './access.js';
+import { checkReceiverUrl } from './url-guard.js';
+
+const webhookRecord = (w: StoredWebhook): WebhookRecord => ({ webhook_id: w.id, url: w.url, events: JSON.parse(w.events) as string[], created_at: isoTime(w.created_at) });
+
+export const deliveryRecord = (d: StoredDelivery): DeliveryRecord => ({
+  delivery_id: d.id, webhook_id: d.webhook_id, message_id: d.message_id, event_type: d.event_type, event_seq: d.event_seq, status: d.status,
+  attempts: d.attempts, last_status: d.last_status, last_response: d.last_response, last_error: d.last_error, created_at: isoTime(d.created_at),
+  next_attempt_at: d.status === 'pending' ? isoTime(d.next_attempt_at) : null, delivered_at: d.delivered_at === null ? null : isoTime(d.delivered_at),
+});
+
+function parseEvents(events: string[]): string[] {
+  const wanted = [...new Set(events.map((e) => e.trim()))];
+  const known = (e: string) => e === '*' || (WEBHOOK_EVENTS as readonly string[]).includes(e);
+  if (wanted.length === 0 || !wanted.every(known)) {
+    throw errors.invalidField('invalid_events', 'events', `"events" must list one or more of ${WEBHOOK_EVENTS.join(', ')}, or "*".`);
+  }
+  return wanted.includes('*') ? ['*'] : wanted;
+}
+
+function parseSecret(secret: string | undefined): string {
+  if (secret === undefined) return `whsec_${randomBytes(32).toString('base64')}`;
+  const m = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(secret);
+  const bytes = m ? Buffer.from(m[1]!, 'base64').length : 0;
+  if (bytes < 24 || bytes > 64) throw errors.invalidField('invalid_secret', 'secret', '"secret" must be "whsec_" followed by the base64 of 24 to 64 bytes.');
+  return secret;
+}
+
+const encodeCursor = (d: StoredDelivery) => Buffer.from(JSON.stringify([d.event_seq, d.id])).toString('base64url');
+function decodeCursor(cursor: string): { seq: number; id: string } {
+  try {
+    const [seq, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as [number, string];
+    if (Number.isInteger(seq) && typeof id === 'string') return { seq, id };
+  } catch { /* answered below */ }
+  throw errors.invalidField('invalid_cursor', 'cursor', '"cursor" must be a next_cursor from an earlier answer.');
+}
+
+export class Webhooks {
+  constructor(private readonly c: ServiceContext, private readonly allowPrivate: () => boolean) {}
+
+  async create(caller: Caller, req: CreateWebhookRequest): Promise<CreateWebhookResponse> {
+    requireScope(caller, 'admin');
+    const url = await checkReceiverUrl(req.url, this.allowPrivate());
+    const events = parseEvents(req.events);
+    const secret = parseSecret(req.secret);
+    const row: StoredWebhook = {
+      // Only events after this one are delivered.
+      id: newId(), url, events: JSON.stringify(events), secret, created_at: this.c.now(), cursor_seq: await this.c.meta.lastEventSeq(),
+    };
+    await this.c.meta.transaction((tx) => tx.webhooks.insert(row));
+    return { ...webhookRecord(row), secret };
+  }
+
+  async list(caller: Caller): Promise<ListWebhooksResponse> {
+    requireScope(caller, 'admin');
+    return { webhooks: (await this.c.meta.read.webhooks.list()).map(webhookRecord) };
+  }
+
+  async delete(caller: Caller, webhookId: string): Promise<DeleteWebhookResponse> {
+    requireScope(caller, 'admin');
+    const gone = await this.c.meta.transaction((tx) => tx.webhooks.delete(webhookId));
+    if (!gone) throw errors.webhookNotFound(webhookId);
+    return { webhook_id: webhookId, deleted: true };
+  }
+
+  async deliveries(caller: Caller, req: DeliveriesRequest): Promise<DeliveriesResponse> {
+    requireScope(caller, 'admin');
+    if (!(await this.c.meta.read.webhooks.get(req.webhook_id))) throw errors.webhookNotFound(req.webhook_id);
+    const limit = req.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw errors.invalidField('invalid_limit', 'limit', '"limit" must be an integer from 1 to 1000.');
+    const before = req.cursor ? decodeCursor(req.cursor) : null;
+    const rows = await this.c.meta.read.webhooks.listDeliveries(req.webhook_id, before, limit + 1);
+    const page = rows.slice(0, limit);
+    return { deliveries: page.map(deliveryRecord), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!) : null };
+  }
+
+  /** Sends a delivery again, whatever became of it: at once, with the same webhook-id. */
+  async redeliver(caller: Caller, deliveryId: string): Promise<DeliveryRecord> {
+    requireScope(caller, 'admin');
+    const row = await this.c.meta.transaction(async (tx) => {
+      const d = await tx.webhooks.getDelivery(deliveryId);
+      if (!d) throw errors.deliveryNotFound(deliveryId);
+      const now = this.c.now();
+      // Retried within the delivery's first day as usual; after it, one attempt.
+      const patch = { status: 'pending' as const, next_attempt_at: now, locked_until: 0 };
+      await tx.webhooks.updateDelivery(d.id, patch);
+      return { ...d, ...patch };
+    });
+    this.onRedeliver?.();
+    return deliveryRecord(row);
+  }
+
+  /** Set by the sender: wakes it when a delivery is due at once. */
+  onRedeliver?: () => void;
+}

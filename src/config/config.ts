@@ -37,6 +37,8 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** The first webhook retry's delay in ms; each next one doubles, up to an hour. */
   webhookRetryBaseMs: number;
+  /** When set, GET /metrics asks for it as a Bearer token. */
+  metricsToken: string | undefined;
 }
 
 export const SETTINGS = [
@@ -62,6 +64,7 @@ export const SETTINGS = [
   ['COFFER_MAX_FILE_SIZE', 'largest declared size accepted at initiate (default 52428800000)'],
   ['COFFER_RATE_LIMIT', 'requests per second per client address (default 1000)'],
   ['COFFER_LOG_LEVEL', 'info, warn, error or debug (default info)'],
+  ['COFFER_METRICS_TOKEN', 'when set, GET /metrics on origins and edges asks for it as a Bearer token (default: open)'],
   ['COFFER_WEBHOOK_ALLOW_PRIVATE', '1 lets webhook receivers be on loopback and private addresses (default 0)'],
   ['COFFER_WEBHOOK_RETRY_BASE_MS', "a webhook's first retry delay in ms; each next doubles, up to an hour (default 1000)"],
 ] as const;
@@ -128,6 +131,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     rateLimit: integer('COFFER_RATE_LIMIT', get('COFFER_RATE_LIMIT'), 1000, 1),
     logLevel: get('COFFER_LOG_LEVEL') || 'info',
     webhookAllowPrivate: ['1', 'true', 'yes'].includes((get('COFFER_WEBHOOK_ALLOW_PRIVATE') ?? '').toLowerCase()),
+    metricsToken: get('COFFER_METRICS_TOKEN') || undefined,
     webhookRetryBaseMs: integer('COFFER_WEBHOOK_RETRY_BASE_MS', get('COFFER_WEBHOOK_RETRY_BASE_MS'), 1000, 1),
   };
 }

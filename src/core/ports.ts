@@ -244,6 +244,8 @@ export interface MetadataStore {
   listFolders(q: PageQuery): Promise<StoredFolder[]>;
   listFiles(q: PageQuery): Promise<StoredFile[]>;
   expiredUploads(now: number, limit: number): Promise<StoredFile[]>;
+  /** How many uploads are open (metrics). */
+  countOpenUploads(): Promise<number>;
   /** Everything an edge needs to start from: every folder and every ready file. */
   allFolders(): Promise<StoredFolder[]>;
   allReadyFiles(): Promise<StoredFile[]>;

@@ -131,6 +131,9 @@ export class EdgeCache {
     return true;
   }
 
+  /** Copies evicted to make room, since start (metrics). */
+  evictions = 0;
+
   /** Evicts least-recently-used copies until kept and reserved bytes fit the bound. */
   private evict(keep: string | null): void {
     for (const [victim, e] of this.disk) {
@@ -138,6 +141,7 @@ export class EdgeCache {
       if (victim === keep) continue;
       this.disk.delete(victim);
       this.diskBytes -= e.size;
+      this.evictions++;
       this.dropMemory(victim);
       void unlink(e.path).catch(() => {});
     }

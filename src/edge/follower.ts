@@ -27,6 +27,10 @@ export class FeedFollower {
   /** Counts feed streams; an answer to an acknowledgement sent on an earlier one grants nothing. */
   private epoch = 0;
   private head = 0;
+  /** The newest sequence the origin has announced (metrics: lag = this − applied). */
+  get announcedHead(): number {
+    return this.head;
+  }
   private request: http.ClientRequest | null = null;
   private lastData = 0;
   private ackInFlight = false;

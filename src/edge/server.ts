@@ -18,6 +18,10 @@ import { LinkChecker, contentDisposition, decide, isActiveContent, notModified, 
 import { FeedFollower } from './follower.js';
 import { originClient } from './origin-client.js';
 import { EdgeState, type EdgeFile, type EdgeFolder } from './state.js';
+import { edgeMetrics } from './metrics.js';
+
+/** The route label of a request: a fixed set, never a file id. */
+const routeOf = (url: string | undefined): string => (url?.startsWith('/files/') ? '/files/:id' : url === '/healthz' || url === '/metrics' ? url : 'other');
 import { InFlightResponses, type InFlight } from './in-flight.js';
 import { relay, streamFile, type Gate } from './send.js';
 
@@ -231,6 +235,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
 
   /** Answers from the cache. A body sent in one write needs no gate: it leaves while the decision holds. */
   function sendBytes(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, file: EdgeFile, bytes: CachedBytes, headers: string[], range: ByteRange | null, xcache: string): void {
+    metrics.body(res, xcache === 'HIT', range ? range.end - range.start + 1 : file.size);
     if (range) {
       const length = range.end - range.start + 1;
       res.writeHead(206, [...headers, 'Content-Range', `bytes ${range.start}-${range.end}/${file.size}`, 'Content-Length', String(length), 'X-Cache', xcache]);
@@ -267,6 +272,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       sendError(res, 502, 'bad_gateway', 'The origin could not send the file; try again.');
       return 'done';
     }
+    metrics.body(res, false, range ? range.end - range.start + 1 : file.size);
     res.writeHead(range ? 206 : 200, [...headers, 'Content-Length', String(range ? range.end - range.start + 1 : file.size), 'X-Cache', 'MISS',
       ...(range ? ['Content-Range', `bytes ${range.start}-${range.end}/${file.size}`] : [])]);
     if (req.method === 'HEAD' || file.size === 0) {
@@ -327,6 +333,8 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     return 'done';
   }
 
+  const metrics = edgeMetrics({ cache, state, follower, token: config.metricsToken });
+
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       sendError(res, 405, 'method_not_allowed', 'Only GET and HEAD are answered here.', ['Allow', 'GET, HEAD']);
@@ -342,6 +350,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       res.end('{"status":"ok"}');
       return;
     }
+    if (target.path === '/metrics') return metrics.serve(req, res);
     if (target.id === null) {
       sendError(res, 404, 'not_found', 'No file is at this address.');
       return;
@@ -367,6 +376,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     requestTimeout: 0,
     connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
   }, (req, res) => {
+    metrics.observe(req, res, routeOf(req.url));
     handle(req, res).catch((err) => {
       log.error({ err }, 'delivery failed');
       if (!res.headersSent) sendError(res, 502, 'bad_gateway', 'The file could not be fetched from the origin; try again.');

@@ -25,6 +25,7 @@ import * as folderRoutes from './routes/folders.js';
 import * as fileRoutes from './routes/files.js';
 import * as accessRoutes from './routes/access.js';
 import * as webhookRoutes from './routes/webhooks.js';
+import type { OriginMetrics } from './metrics.js';
 
 export const JSON_BODY_LIMIT = 64 * 1024;
 export const CHUNK_BODY_LIMIT = 8 * 1024 * 1024;
@@ -34,6 +35,10 @@ export interface OriginAppOptions {
   accessKey: string;
   baseUrl: string;
   rateLimit: number;
+  /** The process's metrics; GET /metrics is served when given. */
+  metrics?: OriginMetrics;
+  /** When set, GET /metrics asks for it as a Bearer token. */
+  metricsToken?: string;
   logLevel?: string;
   /** A pino destination for tests; standard output by default. */
   logStream?: NodeJS.WritableStream;
@@ -171,7 +176,10 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     }
   });
   // After the shutdown check: decided by the route the router matched, never by how the path was spelled.
-  installAuthentication(app, { accessKey: opts.accessKey, service: opts.service, edgeTokens: opts.edges?.tokens ?? [], rateLimit: opts.rateLimit });
+  installAuthentication(app, {
+    accessKey: opts.accessKey, service: opts.service, edgeTokens: opts.edges?.tokens ?? [], rateLimit: opts.rateLimit, metricsToken: opts.metricsToken,
+  });
+  opts.metrics?.install(app);
 
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({ method: request.method, url: request.url, status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');

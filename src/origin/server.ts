@@ -6,6 +6,7 @@ import { prepareDataDir, restrictFiles } from '../config/data-dir.js';
 import { openBlobStore, openMetadataStore } from '../adapters/open.js';
 import { CofferService } from '../service/service.js';
 import { WebhookSender } from './webhook-sender.js';
+import { originMetrics } from './metrics.js';
 import { buildOriginApp } from './app.js';
 import { EdgeHub } from './edge-hub.js';
 import { openEventWake } from './event-wake.js';
@@ -55,6 +56,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     allowPrivate: config.webhookAllowPrivate,
     retryBaseMs: config.webhookRetryBaseMs,
     onError: (what, err) => app.log.warn({ err }, `${what} failed`),
+    onAttempt: (outcome) => metrics.webhookAttempt(outcome),
   });
   service.webhooks.onRedeliver = () => webhooks.wake();
   // Edges' acknowledgements and leases live in the database, so several origins sharing it
@@ -65,10 +67,13 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     wake: openEventWake(config.databaseUrl, (err) => app.log.warn({ err }, 'listening for other origins\' changes failed; polling only')),
     onError: (what, err) => app.log.error({ err }, `${what} failed`),
   });
+  const metrics = originMetrics(meta, hub);
   service.setPublisher(async (seq) => {
     // Deliveries never wait on edges, nor a change on receivers.
     webhooks.wake();
+    const started = performance.now();
     await hub.publish(seq);
+    metrics.changeAcknowledged((performance.now() - started) / 1000);
   });
   const app = await buildOriginApp({
     service, accessKey: credentials.accessKey, baseUrl: config.baseUrl, rateLimit: config.rateLimit, logLevel: config.logLevel,
@@ -76,6 +81,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     ...(opts.logStream ? { logStream: opts.logStream } : {}),
     ...(opts.playgroundDir ? { playgroundDir: opts.playgroundDir } : {}),
     edges: { hub, tokens: credentials.edgeTokens },
+    metrics, ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
   });
   if (dataDir.warning) app.log.warn(dataDir.warning);
   // After the app exists (the hub logs through it), before anything is served.

@@ -103,6 +103,7 @@ function refused(a: RawAnswer): boolean {
   }
 }
 
+const METRICS_TOKEN = 'routes-metrics-' + randomBytes(8).toString('hex');
 const EDGE_TOKEN = 'routes-edge-token-' + randomBytes(12).toString('hex');
 let o: TestOrigin;
 let fileId: string;
@@ -120,7 +121,8 @@ const listing = async () => {
 
 beforeAll(async () => {
   // The edges option is on (startOrigin always wires it), so the /_edge routes exist.
-  o = await startTestOrigin({ COFFER_EDGE_TOKEN: EDGE_TOKEN });
+  // The metrics token set: /metrics is then a guarded route like the others.
+  o = await startTestOrigin({ COFFER_EDGE_TOKEN: EDGE_TOKEN, COFFER_METRICS_TOKEN: METRICS_TOKEN });
   const folder = await o.post('/collections/folder/create', { name: 'kept', visibility: 'Private' });
   folderId = folder.body.folder_id;
   fileId = (await uploadBytes(o, Buffer.from('secret bytes'), { visibility: 'Private', name: 'secret.txt', folder_id: folderId })).file_id;
@@ -221,6 +223,7 @@ describe('route enumeration', () => {
     expect((await raw(o.origin.port, 'GET', '/_edge/snapshot', { authorization: `Bearer ${EDGE_TOKEN}` })).status).toBe(200);
     expect((await raw(o.origin.port, 'GET', '/session', { cookie: liveCookie })).status).toBe(200);
     expect((await raw(o.origin.port, 'GET', '/healthz')).status).toBe(200);
+    expect((await raw(o.origin.port, 'GET', '/metrics', { authorization: `Bearer ${METRICS_TOKEN}` })).status).toBe(200);
   });
 
   test('the not-found handler answers 404 to anyone', async () => {

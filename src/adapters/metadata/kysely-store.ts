@@ -367,6 +367,11 @@ export class KyselyMetadataStore implements MetadataStore {
     return rows.map(fileRow);
   }
 
+  async countOpenUploads(): Promise<number> {
+    const row = await this.db.selectFrom('files').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'uploading').executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
+
   async expiredUploads(now: number, limit: number) {
     const rows = await this.db.selectFrom('files').selectAll()
       .where('status', '=', 'uploading').where('upload_expires_at', '<=', now)

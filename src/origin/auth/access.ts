@@ -12,10 +12,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
  * - `sign-in`: open to anyone, rate limited like `api` (it guesses at the key).
  * - `session`: the session routes, which check the session cookie themselves; rate limited.
  * - `edge`: an edge token.
+ * - `metrics`: GET /metrics: anyone, or the COFFER_METRICS_TOKEN holder when one is set.
  * - `public`: anyone.
  */
-export type Access = 'api' | 'upload' | 'sign-in' | 'session' | 'edge' | 'public';
-const ACCESS: ReadonlySet<string> = new Set<Access>(['api', 'upload', 'sign-in', 'session', 'edge', 'public']);
+export type Access = 'api' | 'upload' | 'sign-in' | 'session' | 'edge' | 'metrics' | 'public';
+const ACCESS: ReadonlySet<string> = new Set<Access>(['api', 'upload', 'sign-in', 'session', 'edge', 'metrics', 'public']);
 
 /** The declarations that draw on the per-client request budget. */
 export const RATE_LIMITED: ReadonlySet<Access> = new Set<Access>(['api', 'upload', 'sign-in', 'session']);

@@ -10,6 +10,7 @@ import type { MetadataTx } from '../../core/ports.js';
 import type { CofferService } from '../../service/service.js';
 import type { Access } from './access.js';
 import { bearerOf, edgeTokenChecker, hashMatches, keyMatcher } from './secrets.js';
+import { checkScrape } from '../../metrics/registry.js';
 import { CSRF_HEADER, checkCsrf, hasSessionCookie, sessionToken } from './session-cookie.js';
 
 export type { Caller } from '../../core/access.js';
@@ -26,6 +27,8 @@ export interface AuthenticatorOptions {
   edgeTokens: string[];
   service: { sessions: Pick<CofferService['sessions'], 'find'>; meta: { read: Pick<MetadataTx, 'keys' | 'grants'> } };
   now?: () => number;
+  /** When set, GET /metrics asks for it. */
+  metricsToken?: string | undefined;
 }
 
 /** A key's last use is written at most this often, so a busy key does not write on every request. */
@@ -103,6 +106,9 @@ export function authenticator(opts: AuthenticatorOptions): (access: Access, head
       case 'edge':
         checkEdge(headers.authorization);
         return { kind: 'edge' };
+      case 'metrics':
+        checkScrape(opts.metricsToken, headers.authorization);
+        return null;
       case 'api':
         return apiCaller(headers, false);
       case 'upload':

@@ -1,0 +1,64 @@
+/** The edge's metrics (contract §11): requests, durations, bytes, cache hits and misses, bytes kept, evictions, feed lag. */
+import type http from 'node:http';
+import { Counter, Gauge } from 'prom-client';
+import { checkScrape, httpMetrics } from '../metrics/registry.js';
+import type { EdgeCache } from './cache.js';
+import type { EdgeState } from './state.js';
+import type { FeedFollower } from './follower.js';
+
+export interface EdgeMetrics {
+  /** Counts one request once its answer has ended. */
+  observe(req: http.IncomingMessage, res: http.ServerResponse, route: string): void;
+  /** Notes that an answer carries a file's bytes: from this edge's cache or not, and how many. */
+  body(res: http.ServerResponse, hit: boolean, length: number): void;
+  /** Answers GET /metrics. */
+  serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void>;
+}
+
+export function edgeMetrics(deps: { cache: EdgeCache; state: EdgeState; follower: FeedFollower; token: string | undefined }): EdgeMetrics {
+  const m = httpMetrics('edge');
+  const cacheAnswers = new Counter({ name: 'coffer_edge_cache_requests_total', help: 'Byte answers by whether this edge had the file (X-Cache).', labelNames: ['result'], registers: [m.registry] });
+  const hit = cacheAnswers.labels('hit');
+  const miss = cacheAnswers.labels('miss');
+  new Gauge({ name: 'coffer_edge_cache_bytes', help: 'Bytes of files kept in the cache.', registers: [m.registry], collect() { this.set(deps.cache.usedBytes); } });
+  new Gauge({ name: 'coffer_edge_cache_capacity_bytes', help: 'The cache bound.', registers: [m.registry], collect() { this.set(deps.cache.capacity); } });
+  new Counter({
+    name: 'coffer_edge_cache_evictions_total', help: 'Copies evicted to make room.', registers: [m.registry],
+    collect() { this.reset(); this.inc(deps.cache.evictions); },
+  });
+  new Gauge({ name: 'coffer_edge_feed_lag_events', help: 'Events the origin has announced that this edge has not applied yet.', registers: [m.registry], collect() {
+    this.set(Math.max(0, deps.follower.announcedHead - deps.state.seq));
+  } });
+  new Gauge({ name: 'coffer_edge_applied_seq', help: 'The last event this edge applied.', registers: [m.registry], collect() { this.set(deps.state.seq); } });
+
+  const bodies = new WeakMap<http.ServerResponse, { hit: boolean; length: number }>();
+
+  return {
+    body(res, isHit, length) {
+      bodies.set(res, { hit: isHit, length });
+    },
+    observe(req, res, route) {
+      const started = process.hrtime.bigint();
+      res.once('close', () => {
+        const method = req.method === 'HEAD' ? 'HEAD' : 'GET';
+        m.requests.labels(route, method, String(res.statusCode)).inc();
+        m.duration.labels(route, method).observe(Number(process.hrtime.bigint() - started) / 1e9);
+        const body = bodies.get(res);
+        if (!body) return;
+        (body.hit ? hit : miss).inc();
+        // Bytes of answers that went out whole; a cut-off one counts nothing.
+        if (res.writableFinished && method === 'GET' && body.length > 0) m.bytesOut.labels(route).inc(body.length);
+      });
+    },
+    async serve(req, res) {
+      try {
+        checkScrape(deps.token, req.headers.authorization);
+      } catch {
+        res.writeHead(401, ['Content-Type', 'application/json', 'WWW-Authenticate', 'Bearer']).end(JSON.stringify({ error: { code: 'unauthorized', message: 'Send "Authorization: Bearer <COFFER_METRICS_TOKEN>".', details: {} } }));
+        return;
+      }
+      const body = await m.registry.metrics();
+      res.writeHead(200, ['Content-Type', m.registry.contentType, 'Cache-Control', 'no-store']).end(body);
+    },
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * Prometheus metrics shared by the origin and the edge (contract §11): one registry per
+ * process, names in base units with the `coffer_` prefix, and labels from bounded sets
+ * (route patterns, status codes, outcomes; never a file id).
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { errors } from '../core/errors.js';
+
+export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export interface HttpMetrics {
+  registry: Registry;
+  requests: Counter<'route' | 'method' | 'status'>;
+  duration: Histogram<'route' | 'method'>;
+  bytesIn: Counter<'route'>;
+  bytesOut: Counter<'route'>;
+}
+
+/** A registry with the process's default metrics and the HTTP series. */
+export function httpMetrics(processName: 'origin' | 'edge'): HttpMetrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ process: processName });
+  collectDefaultMetrics({ register: registry, prefix: 'coffer_' });
+  return {
+    registry,
+    requests: new Counter({ name: 'coffer_http_requests_total', help: 'HTTP requests answered, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers: [registry] }),
+    duration: new Histogram({ name: 'coffer_http_request_duration_seconds', help: 'Time from the request to the end of the answer.', labelNames: ['route', 'method'], buckets: DURATION_BUCKETS, registers: [registry] }),
+    bytesIn: new Counter({ name: 'coffer_http_received_bytes_total', help: 'Request body bytes received.', labelNames: ['route'], registers: [registry] }),
+    bytesOut: new Counter({ name: 'coffer_http_sent_bytes_total', help: 'Response body bytes sent.', labelNames: ['route'], registers: [registry] }),
+  };
+}
+
+const digest = (v: string) => createHash('sha256').update(v).digest();
+
+/** Checks a scrape against COFFER_METRICS_TOKEN when one is set; open otherwise. */
+export function checkScrape(token: string | undefined, authorization: string | undefined): void {
+  if (!token) return;
+  const given = /^Bearer (\S+)$/i.exec(authorization ?? '')?.[1];
+  if (!given || !timingSafeEqual(digest(given), digest(token))) {
+    throw errors.unauthorized('Send "Authorization: Bearer <COFFER_METRICS_TOKEN>" to read the metrics.');
+  }
+}

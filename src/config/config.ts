@@ -39,6 +39,8 @@ export interface Config {
   webhookRetryBaseMs: number;
   /** When set, GET /metrics asks for it as a Bearer token. */
   metricsToken: string | undefined;
+  /** Where an edge writes one JSON line per request: a file path, or "stdout"; none when unset. */
+  edgeAccessLog: string | undefined;
 }
 
 export const SETTINGS = [
@@ -64,6 +66,7 @@ export const SETTINGS = [
   ['COFFER_MAX_FILE_SIZE', 'largest declared size accepted at initiate (default 52428800000)'],
   ['COFFER_RATE_LIMIT', 'requests per second per client address (default 1000)'],
   ['COFFER_LOG_LEVEL', 'info, warn, error or debug (default info)'],
+  ['COFFER_EDGE_ACCESS_LOG', "an edge's access log: a file path or stdout, one JSON line per request (default: none)"],
   ['COFFER_METRICS_TOKEN', 'when set, GET /metrics on origins and edges asks for it as a Bearer token (default: open)'],
   ['COFFER_WEBHOOK_ALLOW_PRIVATE', '1 lets webhook receivers be on loopback and private addresses (default 0)'],
   ['COFFER_WEBHOOK_RETRY_BASE_MS', "a webhook's first retry delay in ms; each next doubles, up to an hour (default 1000)"],
@@ -132,6 +135,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     logLevel: get('COFFER_LOG_LEVEL') || 'info',
     webhookAllowPrivate: ['1', 'true', 'yes'].includes((get('COFFER_WEBHOOK_ALLOW_PRIVATE') ?? '').toLowerCase()),
     metricsToken: get('COFFER_METRICS_TOKEN') || undefined,
+    edgeAccessLog: get('COFFER_EDGE_ACCESS_LOG') || undefined,
     webhookRetryBaseMs: integer('COFFER_WEBHOOK_RETRY_BASE_MS', get('COFFER_WEBHOOK_RETRY_BASE_MS'), 1000, 1),
   };
 }

@@ -148,11 +148,29 @@ export interface WebhookRows {
   updateDelivery(id: string, patch: Partial<Omit<StoredDelivery, 'id'>>): Promise<void>;
 }
 
+/** Downloads and bytes served of one file on one UTC day (`day` as yyyymmdd). */
+export interface UsageRow {
+  file_id: string;
+  day: number;
+  downloads: number;
+  bytes: number;
+}
+
+/** What edges report they served (contract §11), summed per file and day. */
+export interface UsageRows {
+  /** Adds the counts to the rows of their file and day. */
+  add(rows: UsageRow[]): Promise<void>;
+  ofFile(fileId: string): Promise<{ downloads: number; bytes: number }>;
+  /** Totals per day from `fromDay` on, every file together, oldest first. */
+  byDay(fromDay: number): Promise<Array<{ day: number; downloads: number; bytes: number }>>;
+}
+
 /** Operations inside one transaction: all of them commit together or none does. */
 export interface MetadataTx {
   readonly keys: KeyRows;
   readonly grants: GrantRows;
   readonly webhooks: WebhookRows;
+  readonly usage: UsageRows;
   getFolder(id: string, lock?: RowLock): Promise<StoredFolder | undefined>;
   /**
    * The folder and every folder above it, nearest first; at most MAX_FOLDER_DEPTH of them,

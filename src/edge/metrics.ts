@@ -6,6 +6,24 @@ import type { EdgeCache } from './cache.js';
 import type { EdgeState } from './state.js';
 import type { FeedFollower } from './follower.js';
 
+/** One answer, as it ended: what usage and the access log are made of. */
+export interface Answered {
+  /** Unix ms the request arrived. */
+  time: number;
+  method: string;
+  /** The file asked for, when the path names one. */
+  fileId: string | null;
+  status: number;
+  /** Body bytes of the answer; those of an answer cut short are not known, and counted 0. */
+  bytes: number;
+  /** Whether the whole answer went out. */
+  complete: boolean;
+  durationMs: number;
+  cache: 'HIT' | 'MISS' | null;
+  client: string;
+  range: string | null;
+}
+
 export interface EdgeMetrics {
   /** Counts one request once its answer has ended. */
   observe(req: http.IncomingMessage, res: http.ServerResponse, route: string): void;
@@ -15,7 +33,8 @@ export interface EdgeMetrics {
   serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void>;
 }
 
-export function edgeMetrics(deps: { cache: EdgeCache; state: EdgeState; follower: FeedFollower; token: string | undefined }): EdgeMetrics {
+export function edgeMetrics(deps: { cache: EdgeCache; state: EdgeState; follower: FeedFollower; token: string | undefined; onAnswered?: Array<(a: Answered) => void> }): EdgeMetrics {
+  const listeners = deps.onAnswered ?? [];
   const m = httpMetrics('edge');
   const cacheAnswers = new Counter({ name: 'coffer_edge_cache_requests_total', help: 'Byte answers by whether this edge had the file (X-Cache).', labelNames: ['result'], registers: [m.registry] });
   const hit = cacheAnswers.labels('hit');
@@ -38,16 +57,29 @@ export function edgeMetrics(deps: { cache: EdgeCache; state: EdgeState; follower
       bodies.set(res, { hit: isHit, length });
     },
     observe(req, res, route) {
+      const time = Date.now();
       const started = process.hrtime.bigint();
       res.once('close', () => {
         const method = req.method === 'HEAD' ? 'HEAD' : 'GET';
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         m.requests.labels(route, method, String(res.statusCode)).inc();
-        m.duration.labels(route, method).observe(Number(process.hrtime.bigint() - started) / 1e9);
+        m.duration.labels(route, method).observe(seconds);
         const body = bodies.get(res);
-        if (!body) return;
-        (body.hit ? hit : miss).inc();
+        const complete = res.writableFinished;
         // Bytes of answers that went out whole; a cut-off one counts nothing.
-        if (res.writableFinished && method === 'GET' && body.length > 0) m.bytesOut.labels(route).inc(body.length);
+        const bytes = body && complete && method === 'GET' ? body.length : 0;
+        if (body) {
+          (body.hit ? hit : miss).inc();
+          if (bytes > 0) m.bytesOut.labels(route).inc(bytes);
+        }
+        if (listeners.length === 0) return;
+        const url = req.url ?? '';
+        const answered: Answered = {
+          time, method: req.method ?? '', fileId: route === '/files/:id' ? url.slice(7).split('?', 1)[0]! : null, status: res.statusCode, bytes, complete,
+          durationMs: Math.round(seconds * 1e6) / 1e3, cache: body ? (body.hit ? 'HIT' : 'MISS') : null, client: req.socket.remoteAddress ?? '',
+          range: typeof req.headers.range === 'string' ? req.headers.range.slice(0, 100) : null,
+        };
+        for (const l of listeners) l(answered);
       });
     },
     async serve(req, res) {

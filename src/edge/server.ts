@@ -19,6 +19,8 @@ import { FeedFollower } from './follower.js';
 import { originClient } from './origin-client.js';
 import { EdgeState, type EdgeFile, type EdgeFolder } from './state.js';
 import { edgeMetrics } from './metrics.js';
+import { UsageMeter } from './usage.js';
+import { AccessLog } from './access-log.js';
 
 /** The route label of a request: a fixed set, never a file id. */
 const routeOf = (url: string | undefined): string => (url?.startsWith('/files/') ? '/files/:id' : url === '/healthz' || url === '/metrics' ? url : 'other');
@@ -31,6 +33,8 @@ export interface RunningEdge {
   state: EdgeState;
   follower: FeedFollower;
   cache: EdgeCache;
+  /** Sends what has been served since the last usage report now (tests; the edge reports every 10 s). */
+  reportUsage(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -53,7 +57,7 @@ function errorBody(code: string, message: string): string {
   return JSON.stringify({ error: { code, message, details: {} } });
 }
 
-export async function startEdge(config: Config, originUrl: string, opts: { cacheDir?: string; logStream?: NodeJS.WritableStream } = {}): Promise<RunningEdge> {
+export async function startEdge(config: Config, originUrl: string, opts: { cacheDir?: string; logStream?: NodeJS.WritableStream; usageIntervalMs?: number } = {}): Promise<RunningEdge> {
   if (config.signingSecrets.length === 0) {
     throw new ConfigError('An edge needs COFFER_SIGNING_SECRET (the same list as the origin) to check signed links.');
   }
@@ -333,7 +337,9 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     return 'done';
   }
 
-  const metrics = edgeMetrics({ cache, state, follower, token: config.metricsToken });
+  const usage = new UsageMeter(originConn, () => ({ authorization: `Bearer ${token}` }), opts.usageIntervalMs ?? 10_000, (err) => log.warn({ err }, 'reporting usage failed'));
+  const accessLog = config.edgeAccessLog ? AccessLog.open(config.edgeAccessLog) : null;
+  const metrics = edgeMetrics({ cache, state, follower, token: config.metricsToken, onAnswered: [usage.answered, ...(accessLog ? [accessLog.answered] : [])] });
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -398,6 +404,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     state,
     follower,
     cache,
+    reportUsage: () => usage.flush(),
     close() {
       closing ??= (async () => {
         clearInterval(saver);
@@ -406,6 +413,8 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
           server.close(() => resolve());
           server.closeIdleConnections();
         });
+        await usage.close();
+        await accessLog?.close();
         agent.destroy();
         recheckAgent.destroy();
       })();

@@ -58,7 +58,7 @@ const ENDPOINTS: Endpoint[] = [
   uploadRoutes.initiateUpload, uploadRoutes.completeUpload, uploadRoutes.uploadStatus, uploadRoutes.abortUpload,
   folderRoutes.createFolder, folderRoutes.getFolder, folderRoutes.updateFolder, folderRoutes.deleteFolder,
   folderRoutes.list, folderRoutes.search,
-  fileRoutes.getFile, fileRoutes.updateFile, fileRoutes.deleteFile, fileRoutes.downloadFile, fileRoutes.createLink,
+  fileRoutes.getFile, fileRoutes.updateFile, fileRoutes.deleteFile, fileRoutes.downloadFile, fileRoutes.createLink, fileRoutes.usage,
   accessRoutes.createKey, accessRoutes.listKeys, accessRoutes.revokeKey, accessRoutes.createGrant, accessRoutes.revokeLinks,
   webhookRoutes.createWebhook, webhookRoutes.listWebhooks, webhookRoutes.deleteWebhook, webhookRoutes.deliveries, webhookRoutes.redeliver,
 ];

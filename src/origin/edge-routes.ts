@@ -40,6 +40,22 @@ function edgeRoutes(app: FastifyInstance, service: CofferService, hub: EdgeHub):
     return await hub.ack(body.edge, body.seq);
   });
 
+  // What an edge served since its last report, summed per file: counted by the origin per day.
+  app.post('/_edge/usage', { schema: hidden, config: edge, bodyLimit: 4 * 1024 * 1024 }, async (request) => {
+    const body = request.body as { files?: unknown } | undefined;
+    const files = body?.files;
+    if (!files || typeof files !== 'object' || Array.isArray(files)) throw errors.invalidRequest('usage needs {"files": {id: [downloads, bytes]}}.');
+    const reports = [];
+    for (const [id, value] of Object.entries(files as Record<string, unknown>)) {
+      if (!ID.test(id) || !Array.isArray(value) || value.length !== 2 || !value.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) {
+        throw errors.invalidRequest('usage needs {"files": {id: [downloads, bytes]}} with whole, non-negative counts.');
+      }
+      reports.push({ file_id: id, downloads: value[0] as number, bytes: value[1] as number });
+    }
+    await service.usage.record(reports);
+    return { recorded: reports.length };
+  });
+
   app.get('/_edge/snapshot', { schema: hidden, config: edge }, async () => {
     // The sequence is read first: anything newer is replayed from the feed, and replay is idempotent.
     const seq = await service.meta.lastEventSeq();

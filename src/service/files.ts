@@ -4,6 +4,7 @@ import { parseVisibility } from '../core/records.js';
 import { errors } from '../core/errors.js';
 import type { StoredFile } from '../core/ports.js';
 import type { FileRecord, UpdateFileRequest } from '../core/api.js';
+import type { FileWithUsage } from '../core/api-usage.js';
 import { fileEventData, fileRecord } from './records.js';
 import type { ServiceContext } from './context.js';
 import type { Caller } from '../core/access.js';
@@ -13,9 +14,12 @@ import { removeFiles } from './trash.js';
 export class Files {
   constructor(private readonly c: ServiceContext) {}
 
-  async get(caller: Caller, fileId: string): Promise<FileRecord> {
+  /** The record with what edges have reported serving (contract §11). */
+  async get(caller: Caller, fileId: string): Promise<FileWithUsage> {
     requireScope(caller, 'read');
-    return this.c.toFileRecord(this.c.meta.read, await this.c.requireFileFor(this.c.meta.read, caller, fileId));
+    const record = await this.c.toFileRecord(this.c.meta.read, await this.c.requireFileFor(this.c.meta.read, caller, fileId));
+    const used = await this.c.meta.read.usage.ofFile(fileId);
+    return { ...record, downloads: used.downloads, bytes_served: used.bytes };
   }
 
   async update(caller: Caller, req: UpdateFileRequest): Promise<FileRecord> {

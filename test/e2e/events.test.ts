@@ -92,7 +92,7 @@ describe('interface description', () => {
       '/collections/folder/create', '/collections/folder/delete', '/collections/folder/get', '/collections/folder/update',
       '/collections/keys/create', '/collections/keys/list', '/collections/keys/revoke',
       '/collections/list', '/collections/search',
-      '/collections/upload/abort', '/collections/upload/complete-upload', '/collections/upload/file', '/collections/upload/file-progress', '/collections/upload/grant', '/collections/upload/status',
+      '/collections/upload/abort', '/collections/upload/complete-upload', '/collections/upload/file', '/collections/upload/file-progress', '/collections/upload/grant', '/collections/upload/status', '/collections/usage',
       '/collections/webhooks/create', '/collections/webhooks/delete', '/collections/webhooks/deliveries', '/collections/webhooks/list', '/collections/webhooks/redeliver',
       '/session', '/session/end',
     ]);

@@ -3,12 +3,13 @@
  */
 import { Migrator, sql, type Kysely, type Transaction } from 'kysely';
 import type {
-  BlobToDelete, EdgeAck, GrantRows, KeyRows, WebhookRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
+  BlobToDelete, EdgeAck, GrantRows, KeyRows, UsageRows, WebhookRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
 } from '../../core/ports.js';
 import { MAX_FOLDER_DEPTH } from '../../core/upload.js';
 import { CofferMigrations } from './migrations.js';
 import { KyselyGrantRows, KyselyKeyRows } from './access-rows.js';
 import { KyselyWebhookRows } from './webhook-rows.js';
+import { KyselyUsageRows } from './usage-rows.js';
 import type { Database } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -58,11 +59,13 @@ export class KyselyTx implements MetadataTx {
   readonly keys: KeyRows;
   readonly grants: GrantRows;
   readonly webhooks: WebhookRows;
+  readonly usage: UsageRows;
 
   constructor(private readonly db: Db, private readonly dialect: 'sqlite' | 'postgres') {
     this.keys = new KyselyKeyRows(db);
     this.grants = new KyselyGrantRows(db);
     this.webhooks = new KyselyWebhookRows(db, dialect);
+    this.usage = new KyselyUsageRows(db);
   }
 
   /** Row locks exist on PostgreSQL; SQLite runs one transaction at a time. */

@@ -235,12 +235,34 @@ function webhooks(dialect: Dialect): Migration {
   };
 }
 
+/** Downloads and bytes each file's edges reported, per UTC day (contract §11's usage). */
+function usage(dialect: Dialect): Migration {
+  const sortText = dialect === 'postgres' ? sql`text collate "C"` : sql`text`;
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('file_usage')
+        .addColumn('file_id', sortText, (c) => c.notNull())
+        .addColumn('day', 'integer', (c) => c.notNull())
+        .addColumn('downloads', 'bigint', (c) => c.notNull())
+        .addColumn('bytes', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('file_usage_pk', ['file_id', 'day'])
+        .execute();
+      await db.schema.createIndex('file_usage_day').on('file_usage').column('day').execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropTable('file_usage').execute();
+    },
+  };
+}
+
 export class CofferMigrations implements MigrationProvider {
   constructor(private readonly dialect: Dialect) {}
   async getMigrations(): Promise<Record<string, Migration>> {
     return { '0001_initial': initial(this.dialect), '0002_sort_by_updated': sortByUpdated, '0003_sessions': sessions, '0004_edge_leases': edgeLeases,
       '0006_access': access(this.dialect),
       '0007_webhooks': webhooks(this.dialect),
+      '0008_usage': usage(this.dialect),
     };
   }
 }

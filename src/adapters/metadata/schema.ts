@@ -1,6 +1,7 @@
 import type { Generated } from 'kysely';
 import type { StoredGrant, StoredKey } from '../../core/access.js';
 import type { StoredDelivery, StoredWebhook } from '../../core/webhooks.js';
+import type { UsageRow } from '../../core/ports.js';
 import type { EdgeLease, StoredFile, StoredFolder, StoredPart, StoredSession } from '../../core/ports.js';
 
 export interface EventsTable {
@@ -33,4 +34,5 @@ export interface Database {
   upload_grants: StoredGrant;
   webhooks: StoredWebhook;
   webhook_deliveries: StoredDelivery;
+  file_usage: UsageRow;
 }

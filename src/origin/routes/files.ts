@@ -1,12 +1,14 @@
 import * as api from '../../core/api.js';
+import { FileWithUsage, UsageRequest, UsageResponse } from '../../core/api-usage.js';
 import { endpoint } from './endpoint.js';
 
 export const getFile = endpoint({
   path: '/collections/file/get',
   tag: 'Files',
   summary: 'Read a file record',
+  description: 'With downloads and bytes_served as edges have reported them (eventually consistent).',
   body: api.FileIdRequest,
-  response: api.FileRecord,
+  response: FileWithUsage,
   handle: (s, body, caller) => s.files.get(caller, body.file_id),
 });
 
@@ -48,4 +50,14 @@ export const createLink = endpoint({
   body: api.CreateLinkRequest,
   response: api.CreateLinkResponse,
   handle: (s, body, caller) => s.links.create(caller, body),
+});
+
+export const usage = endpoint({
+  path: '/collections/usage',
+  tag: 'Files',
+  summary: 'Bytes served per day',
+  description: 'Downloads and bytes that edges reported, per UTC day, every file together, for the last `days` days (30 by default). Needs "read" and a key not confined to a folder.',
+  body: UsageRequest,
+  response: UsageResponse,
+  handle: (s, body, caller) => s.usage.byDay(caller, body ?? {}),
 });

@@ -12,8 +12,8 @@
  * within its lease, and catches up after.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { connect, createServer, type Socket } from 'node:net';
+import http, { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -238,7 +238,7 @@ describe.each(CONFIGURATIONS)('two origins: $name', (configuration) => {
         env: {
           COFFER_HOST: '127.0.0.1', COFFER_PORT: '0', COFFER_DATA_DIR: prepared.dataDir(name), COFFER_ACCESS_KEY: KEY,
           COFFER_SIGNING_SECRET: SECRET, COFFER_EDGE_TOKEN: EDGE_TOKEN, COFFER_CDN_URL: CDN, COFFER_EDGE_LEASE_MS: String(LEASE_MS),
-          COFFER_RATE_LIMIT: '100000', COFFER_LOG_LEVEL: 'warn', ...prepared.shared,
+          COFFER_RATE_LIMIT: '100000', COFFER_LOG_LEVEL: 'warn', COFFER_WEBHOOK_ALLOW_PRIVATE: '1', COFFER_WEBHOOK_RETRY_BASE_MS: '50', ...prepared.shared,
         },
       });
       origins.push({ name, proc, url: await proc.ready });
@@ -314,6 +314,37 @@ describe.each(CONFIGURATIONS)('two origins: $name', (configuration) => {
       const r = await get(e.url, path);
       expect(r.status, `edge ${e.name}`).toBe(403);
       expect(JSON.parse(r.body.toString()).error.code).toBe('link_revoked');
+    }
+  });
+
+  it('both origins send webhooks, and no event goes out twice while it is being sent, even to a receiver that fails at times', async () => {
+    const seen = new Map<string, number>();
+    let calls = 0;
+    const receiver = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        calls++;
+        const id = req.headers['webhook-id'] as string;
+        // Every fourth answer fails: retried, and still never sent twice at once.
+        if (calls % 4 === 0) return void res.writeHead(500).end();
+        seen.set(id, (seen.get(id) ?? 0) + 1);
+        // Slow enough that two senders would overlap if both took the same delivery.
+        setTimeout(() => res.writeHead(200).end(), 30);
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`;
+      const hook = await ok('A', '/collections/webhooks/create', { url, events: ['folder.created'] });
+      for (let i = 0; i < 12; i++) await ok(i % 2 ? 'A' : 'B', '/collections/folder/create', { name: `hooked-${i}`, visibility: 'Public' });
+      const end = Date.now() + 30_000;
+      while (seen.size < 12 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      expect(seen.size).toBe(12);
+      expect([...seen.values()].every((n) => n === 1)).toBe(true);
+      await ok('B', '/collections/webhooks/delete', { webhook_id: hook.webhook_id });
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise((r) => receiver.close(r));
     }
   });
 

@@ -9,6 +9,8 @@
 //   signed   the same file through a signed link (create-link, expiry 3600); nginx serves it plain
 //   private  a Private file with the same bytes through a signed link (edge only)
 //   large    a 64 MiB Public file, throughput with few connections
+//   logged   the 4 KiB file at a second edge that writes an access log (COFFER_EDGE_ACCESS_LOG),
+//            compared with the plain edge's small figure of the same run
 // With two or more CPUs and taskset available, wrk (and this process) run on
 // one CPU and the servers on another, so each side gets a whole core.
 
@@ -65,9 +67,11 @@ const LINK_EXPIRY_S = 3600;
 const TARGET_HIT_VS_NGINX = 0.5;
 const TARGET_SIGNED_VS_PUBLIC = 0.9;
 const TARGET_LARGE_VS_NGINX = 0.5;
+/** An edge writing its access log keeps at least this share of a plain edge's req/s (contract §11: at most 5% cost). */
+const TARGET_LOGGED_VS_PLAIN = 0.95;
 
-type ScenarioId = "small" | "signed" | "private" | "large";
-const SCENARIO_IDS: readonly ScenarioId[] = ["small", "signed", "private", "large"];
+type ScenarioId = "small" | "signed" | "private" | "large" | "logged";
+const SCENARIO_IDS: readonly ScenarioId[] = ["small", "signed", "private", "large", "logged"];
 type Server = "edge" | "nginx";
 
 // ---------------------------------------------------------------------------
@@ -106,7 +110,7 @@ Options:
   --large-connections C   wrk connections for the large file (default 4)
   --small-kib K           size of the small file in KiB (default 4)
   --large-mib M           size of the large file in MiB (default 64)
-  --scenarios LIST        comma-separated subset of small,signed,private,large (default all)
+  --scenarios LIST        comma-separated subset of small,signed,private,large,logged (default all)
   --no-pin                do not pin wrk and the servers to separate CPUs
   --no-install            fail instead of installing missing nginx/wrk with apt-get
   --max-time SECONDS      limit for the whole run (default 1200)
@@ -264,6 +268,8 @@ interface Coffer {
   edge: Child;
   originUrl: string;
   edgeUrl: string;
+  /** A second edge following the same origin that writes an access log (COFFER_EDGE_ACCESS_LOG). */
+  logged: { child: Child; url: string } | null;
   api: OriginApi;
 }
 
@@ -320,7 +326,26 @@ async function startCoffer(opts: Options, pin: Pinning | null, workDir: string):
     throw err instanceof ChildFailure ? new ChildFailure(err.message, [...err.children, origin]) : err;
   });
   log(`edge: pid ${edge.pid}, ${edgeUrl}`);
-  return { origin, edge, originUrl, edgeUrl, api: new OriginApi(originUrl, opts.envOrigin.COFFER_ACCESS_KEY ?? accessKey) };
+  let logged: Coffer["logged"] = null;
+  if (opts.scenarios.includes("logged")) {
+    const loggedDir = path.join(workDir, "edge-logged-cache");
+    fs.mkdirSync(loggedDir);
+    const { child, match } = await Child.start(
+      {
+        name: "edge (access log)",
+        ...pinned(pin, "server", process.execPath, [opts.cofferEntry, "edge", "--origin", originUrl]),
+        env: {
+          ...cleanEnv(), COFFER_EDGE_PORT: "0", COFFER_HOST: "127.0.0.1", COFFER_DATA_DIR: loggedDir, COFFER_SIGNING_SECRET: secret,
+          COFFER_EDGE_TOKEN: edgeToken, COFFER_EDGE_ACCESS_LOG: path.join(workDir, "edge-access.log"), ...opts.envEdge,
+        },
+      },
+      /edge listening on (https?:\/\/[^\s"']+)/,
+      STARTUP_TIMEOUT_MS,
+    );
+    log(`edge with an access log: pid ${child.pid}, ${match}`);
+    logged = { child, url: match };
+  }
+  return { origin, edge, originUrl, edgeUrl, logged, api: new OriginApi(originUrl, opts.envOrigin.COFFER_ACCESS_KEY ?? accessKey) };
 }
 
 function freePort(): Promise<number> {
@@ -471,6 +496,8 @@ interface Scenario {
   timeoutS: number;
   /** Main figure: requests per second, or throughput. */
   unit: "req/s" | "MiB/s";
+  /** Measured at the edge that writes an access log instead of the plain one. */
+  loggedEdge?: boolean;
 }
 
 interface RunRecord {
@@ -567,7 +594,9 @@ function summarize(results: ScenarioResult[]): Pick<Summary, "ratios" | "targets
   const signed = by("signed");
   const priv = by("private");
   const large = by("large");
+  const logged = by("logged");
   const ratios: Record<string, number | null> = {
+    logged_edge_vs_edge_public: round2(div(logged?.edge.medianReqPerSec, small?.edge.medianReqPerSec)),
     small_edge_vs_nginx: round2(div(small?.edge.medianReqPerSec, small?.nginx?.medianReqPerSec)),
     signed_edge_vs_edge_public: round2(div(signed?.edge.medianReqPerSec, small?.edge.medianReqPerSec)),
     signed_edge_vs_nginx: round2(div(signed?.edge.medianReqPerSec, signed?.nginx?.medianReqPerSec)),
@@ -590,6 +619,11 @@ function summarize(results: ScenarioResult[]): Pick<Summary, "ratios" | "targets
         ratios.signed_edge_vs_edge_public ?? null,
       ),
       large: target(`large file: edge MiB/s >= ${TARGET_LARGE_VS_NGINX.toFixed(2)} x nginx MiB/s`, TARGET_LARGE_VS_NGINX, ratios.large_edge_vs_nginx ?? null),
+      logged: target(
+        `access log on: edge req/s >= ${TARGET_LOGGED_VS_PLAIN.toFixed(2)} x edge without it`,
+        TARGET_LOGGED_VS_PLAIN,
+        ratios.logged_edge_vs_edge_public ?? null,
+      ),
       private: target(
         `(extra) Private file, signed: edge req/s >= ${TARGET_SIGNED_VS_PUBLIC.toFixed(2)} x edge public req/s`,
         TARGET_SIGNED_VS_PUBLIC,
@@ -648,6 +682,7 @@ function renderReport(opts: Options, s: Summary): string {
   add("ratio signed link: edge signed / nginx plain req/s", s.ratios.signed_edge_vs_nginx);
   add("ratio Private signed: edge / edge public req/s", s.ratios.private_signed_vs_edge_public);
   add("ratio large file: edge / nginx MiB/s", s.ratios.large_edge_vs_nginx);
+  add("ratio access log on: logging edge / plain edge req/s", s.ratios.logged_edge_vs_edge_public);
   lines.push(...renderTable(ratioRows, 1));
   lines.push("");
   const targetRows = Object.values(s.targets).map((t) => [`target: ${t.description}`, t.value === null ? "n/a" : fmt(t.value, 2), verdict(t.pass)]);
@@ -696,7 +731,7 @@ async function main(): Promise<number> {
     fs.writeFileSync(path.join(www, "large.bin"), large, { mode: 0o644 });
 
     const coffer = await startCoffer(opts, pinning, workDir);
-    children.push(coffer.origin, coffer.edge);
+    children.push(coffer.origin, coffer.edge, ...(coffer.logged ? [coffer.logged.child] : []));
     api = coffer.api;
     const setup = <T>(what: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> =>
       bounded(what, 300_000, [coffer.origin, coffer.edge], fn);
@@ -745,6 +780,11 @@ async function main(): Promise<number> {
     await verifyGet("nginx small", `${nginx.url}/small.bin`, small, null);
     if (largePath !== null) await verifyGet("nginx large", `${nginx.url}/large.bin`, large, null);
 
+    if (coffer.logged) {
+      const ms = await waitForHit(coffer.logged.url, smallPublic.deliveryPath, HIT_TIMEOUT_MS);
+      log(`edge with an access log: small public is a cache hit (${fmt(ms, 0)} ms)`);
+    }
+
     const scenarios: Scenario[] = [];
     const smallLabel = `${fmt(opts.smallBytes / KiB, 0)} KiB`;
     if (need.has("small")) {
@@ -755,6 +795,9 @@ async function main(): Promise<number> {
     }
     if (privatePath !== null) {
       scenarios.push({ id: "private", label: `${smallLabel} Private, signed`, edgePath: privatePath, nginxPath: null, bytes: small.length, connections: opts.connections, timeoutS: 5, unit: "req/s" });
+    }
+    if (coffer.logged) {
+      scenarios.push({ id: "logged", label: `${smallLabel} public, access log on`, edgePath: smallPublic.deliveryPath, nginxPath: null, bytes: small.length, connections: opts.connections, timeoutS: 5, unit: "req/s", loggedEdge: true });
     }
     if (largePath !== null) {
       const label = `${fmt(opts.largeBytes / MiB, 0)} MiB public`;
@@ -773,8 +816,9 @@ async function main(): Promise<number> {
     }));
 
     const measure = async (s: Scenario, server: Server, durationS: number): Promise<RunRecord> => {
-      const url = server === "edge" ? `${edge}${s.edgePath}` : `${nginx.url}${s.nginxPath ?? ""}`;
-      const target = server === "edge" ? coffer.edge : nginx.child;
+      const edgeBase = s.loggedEdge && coffer.logged ? coffer.logged.url : edge;
+      const url = server === "edge" ? `${edgeBase}${s.edgePath}` : `${nginx.url}${s.nginxPath ?? ""}`;
+      const target = server === "edge" ? (s.loggedEdge && coffer.logged ? coffer.logged.child : coffer.edge) : nginx.child;
       const ours = (): number => [coffer.origin, coffer.edge, nginx.child].reduce((n, c) => n + (c.cpuMs() ?? 0), 0);
       const cpu0 = target.cpuMs();
       const origin0 = server === "edge" ? coffer.origin.cpuMs() : null;
@@ -820,7 +864,7 @@ async function main(): Promise<number> {
         const res = results[i]!;
         for (const server of serversOf(s)) {
           if (server === "edge") {
-            const head = await request(`${edge}${s.edgePath}`, { method: "HEAD", timeoutMs: 5000 });
+            const head = await request(`${s.loggedEdge && coffer.logged ? coffer.logged.url : edge}${s.edgePath}`, { method: "HEAD", timeoutMs: 5000 });
             if (head.status !== 200) throw new Error(`edge answered ${head.status} to HEAD ${s.edgePath} before round ${round}`);
             if (header(head, "x-cache") !== "HIT") res.missesBeforeRuns++;
           }

@@ -60,7 +60,7 @@ const ENDPOINTS: Endpoint[] = [
   folderRoutes.list, folderRoutes.search,
   fileRoutes.getFile, fileRoutes.updateFile, fileRoutes.deleteFile, fileRoutes.downloadFile, fileRoutes.createLink, fileRoutes.usage,
   accessRoutes.createKey, accessRoutes.listKeys, accessRoutes.revokeKey, accessRoutes.createGrant, accessRoutes.revokeLinks,
-  webhookRoutes.createWebhook, webhookRoutes.listWebhooks, webhookRoutes.deleteWebhook, webhookRoutes.deliveries, webhookRoutes.redeliver,
+  webhookRoutes.createWebhook, webhookRoutes.listWebhooks, webhookRoutes.deleteWebhook, webhookRoutes.deliveries, webhookRoutes.redeliver, webhookRoutes.testWebhook,
 ];
 
 const ERROR_RESPONSES = Object.fromEntries(

@@ -304,6 +304,10 @@ export class CofferClient {
   webhookDeliveries(req: DeliveriesRequest, opts?: CallOptions): Promise<DeliveriesResponse> {
     return this.call('/collections/webhooks/deliveries', req, { ...opts, idempotent: true });
   }
+  /** Sends a `webhook.test` event to the receiver at once. */
+  testWebhook(webhookId: string, opts?: CallOptions): Promise<DeliveryRecord> {
+    return this.call('/collections/webhooks/test', { webhook_id: webhookId }, opts);
+  }
   redeliver(deliveryId: string, opts?: CallOptions): Promise<DeliveryRecord> {
     return this.call('/collections/webhooks/redeliver', { delivery_id: deliveryId }, opts);
   }

@@ -105,6 +105,27 @@ export class Webhooks {
     return deliveryRecord(row);
   }
 
+  /**
+   * Sends a `webhook.test` event to the receiver at once (the Playground's "send test"):
+   * signed and retried like any delivery, outside the event log.
+   */
+  async test(caller: Caller, webhookId: string): Promise<DeliveryRecord> {
+    requireScope(caller, 'admin');
+    const w = await this.c.meta.read.webhooks.get(webhookId);
+    if (!w) throw errors.webhookNotFound(webhookId);
+    const now = this.c.now();
+    const id = newId();
+    const row: StoredDelivery = {
+      id, webhook_id: w.id, message_id: `msg_test_${id}`, event_seq: 0, event_type: 'webhook.test', order_key: `test:${id}`,
+      payload: JSON.stringify({ type: 'webhook.test', seq: 0, timestamp: isoTime(now), data: { webhook_id: w.id } }),
+      status: 'pending', attempts: 0, next_attempt_at: now, locked_until: 0, last_status: null, last_response: null, last_error: null,
+      created_at: now, delivered_at: null,
+    };
+    await this.c.meta.transaction((tx) => tx.webhooks.insertDeliveries([row]));
+    this.onRedeliver?.();
+    return deliveryRecord(row);
+  }
+
   /** Set by the sender: wakes it when a delivery is due at once. */
   onRedeliver?: () => void;
 }

@@ -93,7 +93,7 @@ describe('interface description', () => {
       '/collections/keys/create', '/collections/keys/list', '/collections/keys/revoke',
       '/collections/list', '/collections/search',
       '/collections/upload/abort', '/collections/upload/complete-upload', '/collections/upload/file', '/collections/upload/file-progress', '/collections/upload/grant', '/collections/upload/status', '/collections/usage',
-      '/collections/webhooks/create', '/collections/webhooks/delete', '/collections/webhooks/deliveries', '/collections/webhooks/list', '/collections/webhooks/redeliver',
+      '/collections/webhooks/create', '/collections/webhooks/delete', '/collections/webhooks/deliveries', '/collections/webhooks/list', '/collections/webhooks/redeliver', '/collections/webhooks/test',
       '/session', '/session/end',
     ]);
     const initiate = doc.paths['/collections/upload/file'].post;

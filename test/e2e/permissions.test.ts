@@ -97,6 +97,7 @@ const ROWS: Row[] = [
   { path: '/collections/webhooks/list', need: 'admin', body: async () => ({}) },
   { path: '/collections/webhooks/delete', need: 'admin', body: async (ctx) => ({ webhook_id: (await newWebhook(ctx)).webhook_id }) },
   { path: '/collections/webhooks/deliveries', need: 'admin', body: async (ctx) => ({ webhook_id: (await newWebhook(ctx)).webhook_id }) },
+  { path: '/collections/webhooks/test', need: 'admin', body: async (ctx) => ({ webhook_id: (await newWebhook(ctx)).webhook_id }) },
   { path: '/collections/webhooks/redeliver', need: 'admin', body: async (ctx) => ({ delivery_id: await newDelivery(ctx) }) },
   { path: '/collections/keys/revoke', need: 'admin', body: async (ctx, place) => ({ key_id: (await rootPost(ctx, '/collections/keys/create', { name: unique('v'), scopes: ['read'], folder_id: folderOf(ctx, place) })).key_id }) },
 ];

@@ -50,3 +50,13 @@ export const redeliver = endpoint({
   response: api.DeliveryRecord,
   handle: (s, body, caller) => s.webhooks.redeliver(caller, body.delivery_id),
 });
+
+export const testWebhook = endpoint({
+  path: '/collections/webhooks/test',
+  tag: 'Webhooks',
+  summary: 'Send a test delivery',
+  description: 'Sends a "webhook.test" event to the receiver at once, signed like any delivery; it appears in the deliveries list. Needs "admin".',
+  body: api.WebhookIdRequest,
+  response: api.DeliveryRecord,
+  handle: (s, body, caller) => s.webhooks.test(caller, body.webhook_id),
+});

@@ -129,14 +129,27 @@ function base64UrlToBytes(value: string): Uint8Array | null {
  * Checks a request's link in the order of contract §7: a wrong signature is refused
  * before an expired one, and every configured secret is tried.
  */
+/** Whether a query that could not be decoded still tries to carry a signature. */
+const mentionsSignature = (rawQuery: string): boolean => /(^|&)(X-Sig|X-Expires|X-Issued)(=|&|$)|(^|&)X%2D/i.test(rawQuery);
+
+/** Whether every parameter is written exactly as the signer writes it (RFC 3986, `name=value`). */
+function isCanonicalSpelling(rawQuery: string, pairs: QueryPairs): boolean {
+  const raw = rawQuery.split('&');
+  if (raw.length !== pairs.length) return false;
+  return raw.every((part, i) => part === `${rfc3986(pairs[i]![0])}=${rfc3986(pairs[i]![1])}`);
+}
+
 export function verifyLink(path: string, rawQuery: string, secrets: readonly string[], nowSeconds: number, hmac: HmacSha256): LinkCheck {
   const pairs = parseQuery(rawQuery);
-  if (pairs === null) return { kind: 'invalid' };
+  // A stray "%" in the query of a plain link is no signature error: only a link that carries one is judged.
+  if (pairs === null) return mentionsSignature(rawQuery) ? { kind: 'invalid' } : { kind: 'unsigned', download: false };
   const sigs = pairs.filter(([k]) => k === SIG_PARAM);
   const expiresValues = pairs.filter(([k]) => k === EXPIRES_PARAM);
   const download = pairs.some(([k, v]) => k === 'download' && v === '1');
   if (sigs.length === 0 && expiresValues.length === 0) return { kind: 'unsigned', download };
   if (sigs.length !== 1 || expiresValues.length !== 1) return { kind: 'invalid' };
+  // One spelling per link: re-encoding any character of it (%58-Sig, X-Sig=%41…) is another link, refused.
+  if (!isCanonicalSpelling(rawQuery, pairs)) return { kind: 'invalid' };
   const expiresText = expiresValues[0]![1];
   if (!/^\d{1,15}$/.test(expiresText)) return { kind: 'invalid' };
   const issuedValues = pairs.filter(([k]) => k === ISSUED_PARAM);

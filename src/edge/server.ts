@@ -19,6 +19,7 @@ import { FeedFollower } from './follower.js';
 import { originClient } from './origin-client.js';
 import { EdgeState, type EdgeFile, type EdgeFolder } from './state.js';
 import { edgeMetrics } from './metrics.js';
+import { clientErrorResponse } from '../core/client-error.js';
 import { UsageMeter } from './usage.js';
 import { AccessLog } from './access-log.js';
 
@@ -390,6 +391,10 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     });
   });
   server.setTimeout(config.idleTimeoutMs);
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (socket.writable) socket.end(clientErrorResponse(err.code));
+    else socket.destroy();
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.edgePort, config.host, () => resolve());

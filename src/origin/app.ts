@@ -16,7 +16,8 @@ import { declareScope } from './auth/access.js';
 import { registerSessionRoutes } from './session-routes.js';
 import { DEFAULT_PLAYGROUND_DIR, registerPlayground } from './playground.js';
 import { readChunkBody } from './chunk-body.js';
-import { installRequestTimeouts, timeoutServerOptions } from './request-timeouts.js';
+import { clientErrorResponse } from '../core/client-error.js';
+import { installRequestTimeouts, limitConnectionsPerAddress, timeoutServerOptions } from './request-timeouts.js';
 import type { Endpoint } from './routes/endpoint.js';
 import type { EdgeHub } from './edge-hub.js';
 import { registerEdgeRoutes } from './edge-routes.js';
@@ -154,6 +155,11 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     // Answered by the onRequest hook below, in the contract's error shape.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    // A request Node's parser refuses gets the contract's error body, not Fastify's own.
+    clientErrorHandler: (err, socket) => {
+      if (socket.writable) socket.end(clientErrorResponse((err as { code?: string }).code));
+      else socket.destroy();
+    },
     // A URL the router cannot decode gets the contract's error body too, not Fastify's own.
     frameworkErrors: (error, _request, reply) => {
       sendError(reply, toCofferError(error));
@@ -162,6 +168,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   // Only JSON is a body here: without this, text/plain would be parsed and answered 400, not 415.
   app.removeContentTypeParser('text/plain');
   installRequestTimeouts(app, timeouts);
+  limitConnectionsPerAddress(app.server);
 
   let closing = false;
   app.addHook('preClose', async () => {

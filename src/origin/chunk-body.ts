@@ -32,6 +32,10 @@ export interface ChunkBody {
 }
 
 const EQUALS = 0x3d;
+/** Everything but `body` is six short fields: this much room is plenty, and keeps parsing it cheap. */
+export const CHUNK_FIELDS_LIMIT = 64 * 1024;
+/** The fields are flat; nesting beyond this is refused as it is read, before anything parses it. */
+const MAX_NESTING = 32;
 const BATCH_BYTES = 1 << 20;
 
 /** Spare output buffers: a decoded chunk is written from these instead of fresh allocations. */
@@ -203,6 +207,14 @@ export async function readChunkBody(
   const malformed = () => errors.invalidRequest('The body is not valid JSON.');
 
   const skeleton: Buffer[] = [];
+  let skeletonBytes = 0;
+  const keep = (piece: Buffer) => {
+    skeletonBytes += piece.length;
+    if (skeletonBytes > CHUNK_FIELDS_LIMIT) {
+      throw errors.invalidRequest(`The fields besides "body" may take at most ${CHUNK_FIELDS_LIMIT} bytes.`);
+    }
+    skeleton.push(piece);
+  };
   let writer: PartWriter | null = null;
   let decoder: Base64Decoder | null = null;
   let total = 0;
@@ -344,7 +356,7 @@ export async function readChunkBody(
           if (depth === 1 && awaitingValue && lastKey === 'body') {
             if (bodySeen) isMalformed = true;
             bodySeen = true;
-            skeleton.push(chunk.subarray(segStart, pos + 1));
+            keep(chunk.subarray(segStart, pos + 1));
             writer ??= await openWriter(fieldsBefore(skeleton));
             decoder = new Base64Decoder(writer);
             inBody = true;
@@ -360,6 +372,7 @@ export async function readChunkBody(
           awaitingValue = false;
         } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
           depth++;
+          if (depth > MAX_NESTING) throw malformed();
           expectKey = depth === 1 && c === 0x7b;
           awaitingValue = false;
         } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
@@ -375,7 +388,7 @@ export async function readChunkBody(
         }
         pos++;
       }
-      if (!inBody && segStart < chunk.length) skeleton.push(chunk.subarray(segStart));
+      if (!inBody && segStart < chunk.length) keep(chunk.subarray(segStart));
       if (keyStart >= 0) {
         // A key split across chunks; the part already pushed to the skeleton is copied too.
         keyParts.push(Buffer.from(chunk.subarray(keyStart)));

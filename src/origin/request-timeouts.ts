@@ -4,7 +4,8 @@
  * between the two, while a handler works (a change waiting for edges, joining a large
  * upload), is bounded by the service, not by the client, so the idle timeout is off then.
  */
-import type { ServerOptions } from 'node:http';
+import type { Server, ServerOptions } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 
 export interface RequestTimeouts {
@@ -24,12 +25,60 @@ export function timeoutServerOptions(t: RequestTimeouts): { http: ServerOptions;
   };
 }
 
-/** Suspends the idle timeout once the body is in, and restores it for writing the answer. */
+/**
+ * The slowest body a client may send: the idle bound is met by a byte now and then, so a
+ * body must also arrive whole within the idle timeout plus its size limit at this rate.
+ */
+const MIN_BODY_BYTES_PER_SECOND = 64 * 1024;
+
+/** Connections one client address may hold open at once; more are closed as they come. */
+export const MAX_CONNECTIONS_PER_ADDRESS = 1000;
+
+const bodyTimers = new WeakMap<object, NodeJS.Timeout>();
+
+/**
+ * Suspends the idle timeout once the body is in, and restores it for writing the answer;
+ * a body that has not arrived whole by its deadline closes the connection.
+ */
 export function installRequestTimeouts(app: FastifyInstance, t: RequestTimeouts): void {
+  app.addHook('onRequest', async (request) => {
+    const length = request.headers['content-length'];
+    if (request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return;
+    const limit = request.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 1024 * 1024;
+    const deadline = t.idleTimeoutMs + Math.ceil((limit / MIN_BODY_BYTES_PER_SECOND) * 1000);
+    const timer = setTimeout(() => request.raw.socket?.destroy(), deadline);
+    timer.unref();
+    bodyTimers.set(request, timer);
+  });
+  const bodyIn = async (request: object) => {
+    clearTimeout(bodyTimers.get(request));
+    bodyTimers.delete(request);
+  };
+  app.addHook('preValidation', bodyIn);
+  app.addHook('onResponse', bodyIn);
   app.addHook('preHandler', async (request) => {
     request.raw.socket?.setTimeout(0);
   });
   app.addHook('onSend', async (request) => {
     request.raw.socket?.setTimeout(t.idleTimeoutMs);
+  });
+}
+
+/** Closes connections beyond MAX_CONNECTIONS_PER_ADDRESS from one address, so no client can use up the process's sockets. */
+export function limitConnectionsPerAddress(server: Server, max = MAX_CONNECTIONS_PER_ADDRESS): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    const n = (open.get(address) ?? 0) + 1;
+    if (n > max) {
+      socket.destroy();
+      return;
+    }
+    open.set(address, n);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left <= 0) open.delete(address);
+      else open.set(address, left);
+    });
   });
 }

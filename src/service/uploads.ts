@@ -179,7 +179,11 @@ export class Uploads {
       const recorded = this.recordWhenDurable(file, input.partNumber, part, replacing);
       // Several origins may share a PostgreSQL store, and the complete may reach another one,
       // which knows only recorded parts: there every part is answered once it is recorded.
-      if (replacing || this.c.meta.dialect === 'postgres') await recorded;
+      if ((replacing || this.c.meta.dialect === 'postgres') && !(await recorded)) {
+        // Completed, aborted or deleted while it was stored: answered as the state now says, never 200 for a part not kept.
+        await this.requireUploadFor(this.c.meta.read, input.caller, input);
+        throw errors.unavailable('The part could not be stored; send it again.');
+      }
       const received = new Set(await this.c.meta.read.partNumbers(file.id));
       for (const n of this.pendingParts.get(file.id)?.keys() ?? []) received.add(n);
       return { file_id: file.id, partNumber: input.partNumber, size: part.size, etag: part.etag, received_parts: received.size, part_count: count };
@@ -196,9 +200,10 @@ export class Uploads {
    * once its bytes are on disk for good, so the store never lists a part a power cut could
    * take back; the flush overlaps the next parts' transfer instead of delaying this answer.
    */
-  private readonly pendingParts = new Map<string, Map<number, Promise<void>>>();
+  private readonly pendingParts = new Map<string, Map<number, Promise<boolean>>>();
 
-  private recordWhenDurable(file: StoredFile, partNumber: number, part: CommittedPart, durableRecord: boolean): Promise<void> {
+  /** Resolves true once the part is recorded, false when it was dropped instead (the upload moved on, or the flush failed). */
+  private recordWhenDurable(file: StoredFile, partNumber: number, part: CommittedPart, durableRecord: boolean): Promise<boolean> {
     let byPart = this.pendingParts.get(file.id);
     if (!byPart) {
       byPart = new Map();
@@ -207,14 +212,14 @@ export class Uploads {
     const parts = byPart;
     const drop = (etag: string) => this.c.blobs.dropPart(file.blob_key, file.upload_id!, partNumber, etag).catch(() => {});
     // Versions of one part are recorded in the order they arrived.
-    const task: Promise<void> = (parts.get(partNumber) ?? Promise.resolve())
+    const task: Promise<boolean> = (parts.get(partNumber) ?? Promise.resolve(true))
       .then(async () => {
         try {
           await part.durable;
         } catch (err) {
           this.c.opts.onBackgroundError?.(`flushing part ${partNumber} of ${file.id}`, err);
           await drop(part.etag);
-          return;
+          return false;
         }
         const outcome = await this.c.meta.transaction(async (tx) => {
           // Shared: parts of one file are recorded side by side, never while a complete or a delete decides.
@@ -224,10 +229,17 @@ export class Uploads {
           await tx.upsertPart({ file_id: file.id, part_number: partNumber, size: part.size, etag: part.etag, updated_at: this.c.now() });
           return { stale: false as const, previous };
         }, { durable: durableRecord });
-        if (outcome.stale) await drop(part.etag);
-        else if (outcome.previous && outcome.previous.etag !== part.etag) await drop(outcome.previous.etag);
+        if (outcome.stale) {
+          await drop(part.etag);
+          return false;
+        }
+        if (outcome.previous && outcome.previous.etag !== part.etag) await drop(outcome.previous.etag);
+        return true;
       })
-      .catch((err) => this.c.opts.onBackgroundError?.(`recording part ${partNumber} of ${file.id}`, err))
+      .catch((err) => {
+        this.c.opts.onBackgroundError?.(`recording part ${partNumber} of ${file.id}`, err);
+        return false;
+      })
       .finally(() => {
         if (parts.get(partNumber) === task) parts.delete(partNumber);
         if (parts.size === 0 && this.pendingParts.get(file.id) === parts) this.pendingParts.delete(file.id);

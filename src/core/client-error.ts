@@ -1,0 +1,14 @@
+/**
+ * The answer to a request Node's HTTP parser refused (a bad request line, a folded header,
+ * headers over the limit), in the contract's error shape rather than the server's own.
+ */
+export function clientErrorResponse(parserCode: string | undefined): string {
+  const [status, reason, code, message] =
+    parserCode === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'headers_too_large', 'The request headers are too large.']
+      : parserCode === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'request_timeout', 'The request did not arrive in time.']
+        : [400, 'Bad Request', 'invalid_request', 'The request is not valid HTTP/1.1.'];
+  const body = JSON.stringify({ error: { code, message, details: {} } });
+  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}

@@ -161,7 +161,7 @@ async function grant(flags: GrantFlags, io: Io): Promise<void> {
   }));
   if (flags.json) json(io, result);
   else io.stdout.write(result.grant + '\n');
-  const what = `${maxFiles ?? 1} file(s) of at most ${formatBytes(maxSize)}, ${flags.type?.length ? flags.type.join(', ') : 'any type'}, ${visibility ?? 'Public or Private'}`;
+  const what = `${maxFiles ?? 1} file(s) of at most ${formatBytes(maxSize)} (${maxSize} bytes), ${flags.type?.length ? flags.type.join(', ') : 'any type'}, ${visibility ?? 'Public or Private'}`;
   io.stderr.write(`grant for ${what}${folder.id !== null ? `, into ${safeText(folder.shown)}` : ''}\n`);
   io.stderr.write(`expires ${formatTime(result.expires_at)} (${untilText(result.expires_at)}; ${result.expires_at})\n`);
 }

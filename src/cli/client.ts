@@ -34,7 +34,7 @@ export class CliError extends Error {
   }
 }
 
-interface ClientFlags {
+export interface ClientFlags {
   url?: string;
   key?: string;
 }
@@ -66,7 +66,7 @@ async function accessKeyFor(url: string, flags: ClientFlags, env: NodeJS.Process
   throw new CliError(`No access key: set COFFER_ACCESS_KEY or pass --key. The service printed it when it first started and keeps it in ${CREDENTIALS_FILE} in its data directory${LOOPBACK.has(host) ? ` (not found at ${file}; set COFFER_DATA_DIR to that directory)` : ''}.`);
 }
 
-async function clientFor(flags: ClientFlags, io: Io): Promise<CofferClient> {
+export async function clientFor(flags: ClientFlags, io: Io): Promise<CofferClient> {
   const url = (flags.url ?? io.env.COFFER_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
   if (!/^https?:\/\/[^/]+/i.test(url)) throw new CliError(`"${url}" is not a service address: give the origin's URL, e.g. http://127.0.0.1:8080.`);
   return new CofferClient({ url, accessKey: await accessKeyFor(url, flags, io.env) });
@@ -83,9 +83,9 @@ function wholeNumber(value: string, name: string, min: number, max: number): num
 }
 
 /** `root` and `/` name the root folder on the command line. */
-const folderArg = (value: string | undefined): string | null => (value === undefined || value === 'root' || value === '/' ? null : value);
+export const folderArg = (value: string | undefined): string | null => (value === undefined || value === 'root' || value === '/' ? null : value);
 
-function visibilityArg(value: string): 'Public' | 'Private' {
+export function visibilityArg(value: string): 'Public' | 'Private' {
   const v = value.trim().toLowerCase();
   if (v === 'public') return 'Public';
   if (v === 'private') return 'Private';
@@ -531,7 +531,7 @@ async function download(id: string, flags: ClientFlags & { output?: string; forc
 
 // Registration
 
-const CLIENT_COMMANDS = new Set(['upload', 'ls', 'mkdir', 'mv', 'rename', 'visibility', 'rm', 'link', 'download']);
+const CLIENT_COMMANDS = new Set(['upload', 'ls', 'mkdir', 'mv', 'rename', 'visibility', 'rm', 'link', 'download', 'grant', 'revoke-links']);
 
 /** A word that can only be an id (the service makes 22 base64url characters), not an option. */
 const DASH_ID = /^-[A-Za-z0-9_-]{15,}$/;
@@ -568,13 +568,13 @@ export function dashIdsAsOperands(program: Command, argv: string[]): string[] {
   return [...argv.slice(0, 3), ...options, '--', ...operands];
 }
 
-function clientOptions(cmd: Command): Command {
+export function clientOptions(cmd: Command): Command {
   return cmd
     .option('--url <url>', "the origin's address [COFFER_URL, default http://127.0.0.1:8080]")
     .option('--key <key>', 'the access key [COFFER_ACCESS_KEY; prefer the variable: options show up in process lists]');
 }
 
-const examples = (...lines: string[]) => `\nExample${lines.length > 1 ? 's' : ''}:\n${lines.map((l) => `  ${l}`).join('\n')}\n`;
+export const examples = (...lines: string[]) => `\nExample${lines.length > 1 ? 's' : ''}:\n${lines.map((l) => `  ${l}`).join('\n')}\n`;
 
 export function registerClientCommands(program: Command, io: Io = defaultIo()): void {
   clientOptions(program.command('upload').description('Upload files; a folder becomes folders, its files go inside.'))

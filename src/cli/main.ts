@@ -10,6 +10,7 @@ import { SERVICE_UMASK, prepareDataDir } from '../config/data-dir.js';
 import { join } from 'node:path';
 import { CofferError } from '../core/errors.js';
 import { CliError, dashIdsAsOperands, registerClientCommands } from './client.js';
+import { registerAccessCommands } from './keys.js';
 
 function addSettings(cmd: Command): Command {
   for (const [name, help] of SETTINGS) {
@@ -110,7 +111,7 @@ async function runEdge(options: Record<string, string | undefined>): Promise<voi
 
 const program = new Command()
   .name('coffer')
-  .description('Coffer: file storage and edge delivery. Runs the service (serve, origin, edge) and talks to it (upload, ls, mkdir, mv, rename, visibility, rm, link, download).')
+  .description('Coffer: file storage and edge delivery. Runs the service (serve, origin, edge) and talks to it (upload, ls, mkdir, mv, rename, visibility, rm, link, download, keys, grant, revoke-links).')
   .showHelpAfterError('(run with --help for usage)')
   // Usage errors read like every other failure: "coffer: missing required argument 'id'".
   // Set before the sub-commands are made: they copy it.
@@ -124,6 +125,7 @@ Examples:
   coffer upload ./photos --private           # a folder becomes folders
   coffer ls
   coffer link <FILE_ID> --expiry 900
+  coffer keys create --name site --scope read --folder /photos
 `);
 
 addSettings(program.command('serve').description('Run one origin and one edge with embedded storage: what `npm start` runs.'))
@@ -140,6 +142,7 @@ addSettings(program.command('edge').description('Run one edge location: delivery
   .action(runEdge);
 
 registerClientCommands(program);
+registerAccessCommands(program);
 
 program.parseAsync(dashIdsAsOperands(program, process.argv)).catch((err: unknown) => {
   const message = err instanceof Error ? err.message : String(err);

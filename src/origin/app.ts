@@ -21,6 +21,7 @@ import { installRequestTimeouts, limitConnectionsPerAddress, timeoutServerOption
 import type { Endpoint } from './routes/endpoint.js';
 import type { EdgeHub } from './edge-hub.js';
 import { registerEdgeRoutes } from './edge-routes.js';
+import { installUploadCors, registerUploadPreflight } from './upload-cors.js';
 import * as uploadRoutes from './routes/upload.js';
 import * as folderRoutes from './routes/folders.js';
 import * as fileRoutes from './routes/files.js';
@@ -182,6 +183,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
       throw errors.unavailable('The service is shutting down; try again in a moment.');
     }
   });
+  installUploadCors(app);
   // After the shutdown check: decided by the route the router matched, never by how the path was spelled.
   installAuthentication(app, {
     accessKey: opts.accessKey, service: opts.service, edgeTokens: opts.edges?.tokens ?? [], rateLimit: opts.rateLimit, metricsToken: opts.metricsToken,
@@ -275,6 +277,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
       },
     });
   });
+  registerUploadPreflight(app);
 
   return app;
 }

@@ -11,6 +11,7 @@ import type {
 import type {
   CreateGrantRequest, CreateGrantResponse, CreateKeyRequest, CreateKeyResponse, ListKeysResponse, RevokeKeyResponse, RevokeLinksResponse,
 } from '../core/api-access.js';
+import type { FileWithUsage } from '../core/api-usage.js';
 import type { CreateWebhookRequest, CreateWebhookResponse, DeliveriesRequest, DeliveriesResponse, DeliveryRecord, ListWebhooksResponse } from '../core/api-webhooks.js';
 import { CofferError } from '../core/errors.js';
 import { base64Length, encodeBase64Into } from './base64.js';
@@ -250,7 +251,8 @@ export class CofferClient {
   }
 
   // Files (contract §5)
-  getFile(fileId: string, opts?: CallOptions): Promise<FileRecord> {
+  /** The record, with `downloads` and `bytes_served` as edges have reported them. */
+  getFile(fileId: string, opts?: CallOptions): Promise<FileWithUsage> {
     return this.call('/collections/file/get', { file_id: fileId }, { ...opts, idempotent: true });
   }
   updateFile(req: UpdateFileRequest, opts?: CallOptions): Promise<FileRecord> {

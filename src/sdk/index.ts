@@ -30,3 +30,4 @@ export type {
 export type {
   CreateWebhookRequest, CreateWebhookResponse, DeliveriesRequest, DeliveriesResponse, DeliveryRecord, ListWebhooksResponse, WebhookRecord,
 } from '../core/api-webhooks.js';
+export type { FileWithUsage, UsageResponse } from '../core/api-usage.js';

@@ -4,6 +4,7 @@
  * servers, the command line and the Playground's worker.
  */
 import type { FileRecord, UploadSession } from '../core/api.js';
+import type { FileWithUsage } from '../core/api-usage.js';
 import { CofferError } from '../core/errors.js';
 import { fileTypeFor } from '../core/file-types.js';
 import type { FileType } from '../core/records.js';
@@ -135,9 +136,9 @@ export async function uploadFile(client: CofferClient, source: UploadSource, opt
       if (file.size !== blob.size) {
         throw usage(`This upload is of ${file.size} bytes but the source has ${blob.size}: it is not the same file.`);
       }
-      if (file.status === 'ready') return file;
+      if (file.status === 'ready') return fileRecord(file);
       const status = await client.uploadStatus(opts.resume.fileId, callOpts);
-      if (status.status === 'ready') return await client.getFile(opts.resume.fileId, callOpts);
+      if (status.status === 'ready') return fileRecord(await client.getFile(opts.resume.fileId, callOpts));
       if (status.part_count !== count) {
         throw usage(`This upload has ${status.part_count} part(s) but the source makes ${count}: it is not the same file.`);
       }
@@ -216,4 +217,10 @@ export async function uploadFile(client: CofferClient, source: UploadSource, opt
     for (const n of missing) await limiter.run(() => sendPart(n, signal), signal);
     return await client.completeUpload(s.fileId, callOpts);
   }
+}
+
+/** uploadFile answers the record complete-upload answers, whichever way the file became ready. */
+function fileRecord(file: FileWithUsage): FileRecord {
+  const { downloads: _downloads, bytes_served: _served, ...record } = file;
+  return record;
 }

@@ -344,6 +344,8 @@ describe('folders, breadcrumbs and the address', () => {
       await page.keyboard.press('Enter');
       await item(page, name).waitFor();
       await grid(page).focus();
+      // The only entry: focusing the grid selects it; Enter opens what is selected.
+      await expect.poll(() => item(page, name).getAttribute('aria-selected')).toBe('true');
       await page.keyboard.press('Enter');
       await page.locator('[data-testid=empty-state]').waitFor();
     }

@@ -54,7 +54,8 @@ describe('files', () => {
     const bytes = randomBytes(1234);
     const up = await uploadBytes(o, bytes, { name: 'photo.jpg', visibility: 'public', file_type: 'image' });
     const f = await getFile(o, up.file_id);
-    expect(f).toEqual(up);
+    // The record, and what edges reported serving (contract §11): nothing yet.
+    expect(f).toEqual({ ...up, downloads: 0, bytes_served: 0 });
     expect(f).toMatchObject({
       name: 'photo.jpg', visibility: 'Public', effective_visibility: 'Public', size: 1234, file_type: 'image', content_type: 'image/jpeg',
       folder_id: null, status: 'ready', delivery_url: `${CDN}/files/${up.file_id}`,

@@ -246,7 +246,7 @@ describe('every call against a running origin', () => {
     const bytes = randomBytes(321);
     const f = await c.uploadFile(bytes, { name: 'pic.png' });
     expect(f).toMatchObject({ name: 'pic.png', file_type: 'image', content_type: 'image/png', visibility: 'Public', status: 'ready', size: 321, sha256: sha256(bytes) });
-    expect(await c.getFile(f.file_id)).toEqual(f);
+    expect(await c.getFile(f.file_id)).toEqual({ ...f, downloads: 0, bytes_served: 0 });
 
     const pub = await c.downloadUrl({ file_id: f.file_id });
     expect(pub).toEqual({ file_id: f.file_id, download_url: `${f.delivery_url}?download=1`, expires_at: null });

@@ -1,11 +1,14 @@
-/** The Playground: the sign-in screen, or the file manager once a session exists. */
+/** The Playground: the sign-in screen, or once a session exists the file manager or the keys (the address decides). */
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { currentSession, signOut } from '../api.js';
+import { KeysPage } from '../keys/KeysPage.js';
+import { dropSessionUploads } from '../uploads/shared.js';
 import { FileManager } from './FileManager.js';
 import { errorMessage } from './format.js';
 import { LogoIcon } from './icons.js';
 import { SignIn } from './SignIn.js';
+import { useRoute } from './state/url.js';
 import { clearThumbs } from './thumbs.js';
 import { Toasts } from './Toasts.js';
 
@@ -13,6 +16,7 @@ type State = { kind: 'checking' } | { kind: 'signed-out'; notice: string | null 
 
 export function App(): JSX.Element {
   const [state, setState] = useState<State>({ kind: 'checking' });
+  const page = useRoute().page;
 
   const check = () => {
     setState({ kind: 'checking' });
@@ -29,6 +33,7 @@ export function App(): JSX.Element {
 
   const ended = (notice: string | null) => {
     clearThumbs();
+    dropSessionUploads();
     setState({ kind: 'signed-out', notice });
   };
 
@@ -56,21 +61,21 @@ export function App(): JSX.Element {
     case 'signed-out':
       screen = <SignIn notice={state.notice} onSignedIn={() => setState({ kind: 'signed-in' })} />;
       break;
-    case 'signed-in':
-      screen = (
-        <FileManager
-          onSignOut={async () => {
-            try {
-              await signOut();
-              ended('You are signed out.');
-            } catch (err) {
-              ended(`Signed out here, but the service said: ${errorMessage(err)}`);
-            }
-          }}
-          onSessionEnded={() => ended('Your session has ended. Sign in again to continue.')}
-        />
-      );
+    case 'signed-in': {
+      const session = {
+        onSignOut: async () => {
+          try {
+            await signOut();
+            ended('You are signed out.');
+          } catch (err) {
+            ended(`Signed out here, but the service said: ${errorMessage(err)}`);
+          }
+        },
+        onSessionEnded: () => ended('Your session has ended. Sign in again to continue.'),
+      };
+      screen = page === 'keys' ? <KeysPage {...session} /> : <FileManager {...session} />;
       break;
+    }
   }
   return (
     <>

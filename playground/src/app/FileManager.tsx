@@ -1,14 +1,15 @@
 /**
  * The file manager: one folder at a time (from the address), in a grid or a list, with
  * every action of the service: folders, uploads (drag-and-drop or the file browser),
- * delivery URLs, signed links, downloads, rename, visibility and delete.
+ * delivery URLs, signed links and their revocation, downloads, rename, visibility and delete.
  */
 import type { JSX } from 'preact';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { FileRecord, FolderRecord } from '../../../src/sdk/index.js';
 import { CofferError } from '../../../src/sdk/index.js';
-import { client, csrfToken } from '../api.js';
-import { createUploadManager, type UploadItem } from '../uploads/manager.js';
+import { client } from '../api.js';
+import type { UploadItem } from '../uploads/manager.js';
+import { sessionUploads } from '../uploads/shared.js';
 import { UploadPanel } from '../uploads/UploadPanel.js';
 import { Breadcrumbs } from './Breadcrumbs.js';
 import { copyText } from './clipboard.js';
@@ -17,18 +18,22 @@ import { DetailsDialog, type FileAction } from './dialogs/DetailsDialog.js';
 import { LinkDialog } from './dialogs/LinkDialog.js';
 import { NewFolderDialog } from './dialogs/NewFolderDialog.js';
 import { RenameDialog, type Renamable } from './dialogs/RenameDialog.js';
+import { RevokeLinksDialog } from './dialogs/RevokeLinksDialog.js';
 import { fileEntry, folderEntry, uploadEntry, type Entry } from './entries.js';
 import { FileGrid } from './FileGrid.js';
 import { FileList } from './FileList.js';
 import { errorMessage, middleEllipsis, plural } from './format.js';
-import { CopyIcon, DownloadIcon, EyeIcon, FolderIcon, GlobeIcon, LinkIcon, LockIcon, PencilIcon, TrashIcon, UploadIcon } from './icons.js';
-import { Menu, type MenuAnchor, type MenuItem } from './Menu.js';
+import { entryMenuItems, type EntryActions } from './entryMenu.js';
+import { GlobeIcon, LockIcon, UploadIcon } from './icons.js';
+import { Menu, type MenuAnchor } from './Menu.js';
+import { compareEntries } from './order.js';
 import { defaultOrder, loadPrefs, saveSort, saveView, type Sort, type SortField } from './state/prefs.js';
 import { navigate, routeHref, useRoute, type View } from './state/url.js';
 import { EmptyFolder, ErrorState, Loading, NoResults } from './States.js';
 import { toastError, toastInfo, toastSuccess } from './Toasts.js';
 import { TopBar, Toolbar } from './Toolbar.js';
 import { useListing } from './useListing.js';
+import { useNow } from './useNow.js';
 import { hasFiles, type ViewProps } from './views.js';
 
 type DialogState =
@@ -36,33 +41,10 @@ type DialogState =
   | { type: 'rename'; target: Renamable }
   | { type: 'delete'; target: Deletable }
   | { type: 'link'; file: FileRecord }
-  | { type: 'details'; file: FileRecord };
+  | { type: 'details'; file: FileRecord }
+  | { type: 'revoke-links'; file: FileRecord };
 
 const isMod = (e: KeyboardEvent) => e.metaKey || e.ctrlKey;
-
-function useNow(ms: number): number {
-  const [now, setNow] = useState(Date.now());
-  useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), ms);
-    return () => clearInterval(t);
-  }, []);
-  return now;
-}
-
-/** Files of every name compared like the service does (case-insensitively). */
-function compareEntries(sort: Sort): (a: Entry, b: Entry) => number {
-  const dir = sort.order === 'asc' ? 1 : -1;
-  const value = (e: Entry): string | number => {
-    if (e.kind === 'folder') return sort.field === 'updated_at' ? e.folder.updated_at : sort.field === 'created_at' ? e.folder.created_at : e.name.toLowerCase();
-    if (e.kind === 'file') return sort.field === 'size' ? e.file.size : sort.field === 'updated_at' ? e.file.updated_at : sort.field === 'created_at' ? e.file.created_at : e.name.toLowerCase();
-    return e.name.toLowerCase();
-  };
-  return (a, b) => {
-    const x = value(a);
-    const y = value(b);
-    return (x < y ? -1 : x > y ? 1 : 0) * dir;
-  };
-}
 
 export function FileManager(props: { onSignOut: () => void; onSessionEnded: () => void }): JSX.Element {
   const route = useRoute();
@@ -73,7 +55,7 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
   const q = route.q.trim();
   const { listing, loadMore, refresh, upsertFile, upsertFolder, remove } = useListing(route.folder, q, sort);
 
-  const manager = useMemo(() => createUploadManager(csrfToken), []);
+  const manager = useMemo(sessionUploads, []);
   const [uploads, setUploads] = useState<UploadItem[]>(() => manager.items());
   useEffect(() => manager.subscribe(setUploads), [manager]);
 
@@ -272,38 +254,17 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
       case 'rename': command('rename', entry); break;
       case 'visibility': setDialog(null); void toggleVisibility(entry); break;
       case 'delete': command('delete', entry); break;
+      case 'revoke-links': setDialog({ type: 'revoke-links', file }); break;
     }
-  };
-
-  const menuItems = (entry: Entry): MenuItem[] => {
-    if (entry.kind === 'folder') {
-      const f = entry.folder;
-      return [
-        { id: 'open', label: 'Open', icon: <FolderIcon />, run: () => open(entry), hint: 'Enter' },
-        { id: 'upload-here', label: 'Upload here…', icon: <UploadIcon />, run: () => { uploadTarget.current = f; fileInput.current?.click(); } },
-        { id: 'rename', label: 'Rename', icon: <PencilIcon />, run: () => command('rename', entry), hint: 'F2', separatorBefore: true },
-        { id: 'visibility', label: f.visibility === 'Private' ? 'Make Public' : 'Make Private', icon: f.visibility === 'Private' ? <GlobeIcon /> : <LockIcon />, run: () => void toggleVisibility(entry) },
-        { id: 'delete', label: 'Delete', icon: <TrashIcon />, run: () => command('delete', entry), danger: true, hint: 'Del', separatorBefore: true },
-      ];
-    }
-    if (entry.kind === 'file') {
-      const f = entry.file;
-      const priv = f.effective_visibility === 'Private';
-      return [
-        { id: 'details', label: 'Details', icon: <EyeIcon />, run: () => open(entry), hint: 'Enter' },
-        { id: 'download', label: 'Download', icon: <DownloadIcon />, run: () => void download(f) },
-        { id: 'copy-url', label: 'Copy delivery URL', icon: <CopyIcon />, run: () => void copyUrl(f) },
-        ...(priv ? [{ id: 'signed-link', label: 'Create signed link…', icon: <LinkIcon />, run: () => setDialog({ type: 'link', file: f }) }] : []),
-        { id: 'rename', label: 'Rename', icon: <PencilIcon />, run: () => command('rename', entry), hint: 'F2', separatorBefore: true },
-        { id: 'visibility', label: f.visibility === 'Private' ? 'Make Public' : 'Make Private', icon: f.visibility === 'Private' ? <GlobeIcon /> : <LockIcon />, run: () => void toggleVisibility(entry) },
-        { id: 'delete', label: 'Delete', icon: <TrashIcon />, run: () => command('delete', entry), danger: true, hint: 'Del', separatorBefore: true },
-      ];
-    }
-    return [];
   };
 
   // "Upload here…" from a folder's menu: the file browser uploads into that folder.
   const uploadTarget = useRef<FolderRecord | null>(null);
+  const menuActions: EntryActions = {
+    open, command, toggleVisibility: (e) => void toggleVisibility(e), download: (f) => void download(f), copyUrl: (f) => void copyUrl(f),
+    uploadInto: (f) => { uploadTarget.current = f; fileInput.current?.click(); },
+    signedLink: (file) => setDialog({ type: 'link', file }), revokeLinks: (file) => setDialog({ type: 'revoke-links', file }),
+  };
 
   // ---- keyboard ------------------------------------------------------------------------
   const state = useRef({ dialog, menu, q: route.q });
@@ -477,7 +438,7 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
       <UploadPanel manager={manager} />
 
       {menu && (
-        <Menu label={`Actions for ${menu.entry.name}`} anchor={menu.anchor} items={menuItems(menu.entry)} onClose={() => setMenu(null)} />
+        <Menu label={`Actions for ${menu.entry.name}`} anchor={menu.anchor} items={entryMenuItems(menu.entry, menuActions)} onClose={() => setMenu(null)} />
       )}
 
       {dialog?.type === 'new-folder' && (
@@ -510,6 +471,9 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
         }} />
       )}
       {dialog?.type === 'link' && <LinkDialog file={dialog.file} onClose={() => setDialog(null)} />}
+      {dialog?.type === 'revoke-links' && (
+        <RevokeLinksDialog file={dialog.file} onClose={() => setDialog(null)} onSignedLink={(file) => setDialog({ type: 'link', file })} onFailed={fail} />
+      )}
       {dialog?.type === 'details' && (
         <DetailsDialog file={dialog.file} now={now} onClose={() => setDialog(null)} onAction={(a) => fileAction((dialog as { file: FileRecord }).file, a)} />
       )}

@@ -1,11 +1,12 @@
 /**
- * The top bar (brand, search, sign out) and the folder toolbar (breadcrumbs, new folder,
+ * The top bar (brand, pages, search, sign out) and the folder toolbar (breadcrumbs, new folder,
  * upload, sort, view).
  */
 import type { ComponentChildren, JSX, RefObject } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ChevronDownIcon, CloseIcon, FolderPlusIcon, GridIcon, ListIcon, LockIcon, LogoIcon, SearchIcon, SignOutIcon, UploadIcon } from './icons.js';
 import { Menu, type MenuAnchor } from './Menu.js';
+import { PageNav } from './Nav.js';
 import type { Sort } from './state/prefs.js';
 import type { View } from './state/url.js';
 
@@ -41,6 +42,7 @@ export function TopBar(props: {
         <span class="brand-mark"><LogoIcon size={20} /></span>
         <span class="brand-name">Coffer</span>
       </a>
+      <PageNav current="files" />
       <form role="search" class="search" onSubmit={(e) => { e.preventDefault(); clearTimeout(timer.current); props.onSearch(text, true); }}>
         <SearchIcon size={18} class="search-icon" />
         <input

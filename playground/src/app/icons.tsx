@@ -121,6 +121,12 @@ export const EyeIcon = (p: IconProps) => (
 export const KeyIcon = (p: IconProps) => (
   <Svg {...p}><circle cx="7.5" cy="15.5" r="4.5" /><path d="m10.7 12.3 9.8-9.8M16.5 6.5l3 3M14 9l2 2" /></Svg>
 );
+export const LinkOffIcon = (p: IconProps) => (
+  <Svg {...p}><path d="M9.5 14.5 8 16a3.5 3.5 0 0 1-5-5l3-3a3.5 3.5 0 0 1 4.6-.3M14.5 9.5 16 8a3.5 3.5 0 0 1 5 5l-3 3a3.5 3.5 0 0 1-4.6.3" /><path d="M3 3l18 18" /></Svg>
+);
+export const PlusIcon = (p: IconProps) => (
+  <Svg {...p}><path d="M12 5v14M5 12h14" /></Svg>
+);
 export const RefreshIcon = (p: IconProps) => (
   <Svg {...p}><path d="M20.5 12a8.5 8.5 0 1 1-2.6-6.1L20.5 8.5" /><path d="M20.5 3.5v5h-5" /></Svg>
 );

@@ -58,6 +58,11 @@ export function thumbUrl(f: FileRecord): Promise<string | null> {
   return p;
 }
 
+/** Forget a file's links (they were revoked): the next thumbnail makes a new one. */
+export function forgetThumb(fileId: string): void {
+  for (const key of cache.keys()) if (key.startsWith(`${fileId}|`)) cache.delete(key);
+}
+
 /** Forget everything (sign-out). */
 export function clearThumbs(): void {
   cache.clear();

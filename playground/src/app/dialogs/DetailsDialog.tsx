@@ -2,11 +2,11 @@
 import type { JSX } from 'preact';
 import type { FileRecord } from '../../../../src/sdk/index.js';
 import { formatBytesExact, formatExact, formatSize, TYPE_LABELS } from '../format.js';
-import { CopyIcon, DownloadIcon, GlobeIcon, LinkIcon, LockIcon, PencilIcon, TrashIcon } from '../icons.js';
+import { CopyIcon, DownloadIcon, GlobeIcon, LinkIcon, LinkOffIcon, LockIcon, PencilIcon, TrashIcon } from '../icons.js';
 import { RelTime, Thumb, VisibilityBadge } from '../parts.js';
 import { Modal } from './Modal.js';
 
-export type FileAction = 'copy' | 'link' | 'download' | 'rename' | 'visibility' | 'delete';
+export type FileAction = 'copy' | 'link' | 'revoke-links' | 'download' | 'rename' | 'visibility' | 'delete';
 
 export function DetailsDialog(props: { file: FileRecord; now: number; onClose: () => void; onAction: (a: FileAction) => void }): JSX.Element {
   const f = props.file;
@@ -26,6 +26,7 @@ export function DetailsDialog(props: { file: FileRecord; now: number; onClose: (
             {priv
               ? <button type="button" class="btn" onClick={() => props.onAction('link')}><LinkIcon /><span>Signed link</span></button>
               : <button type="button" class="btn" onClick={() => props.onAction('copy')}><CopyIcon /><span>Copy URL</span></button>}
+            <button type="button" class="btn" onClick={() => props.onAction('revoke-links')}><LinkOffIcon /><span>Revoke links</span></button>
             <button type="button" class="btn" onClick={() => props.onAction('rename')}><PencilIcon /><span>Rename</span></button>
             <button type="button" class="btn" onClick={() => props.onAction('visibility')}>
               {f.visibility === 'Private' ? <GlobeIcon /> : <LockIcon />}<span>{f.visibility === 'Private' ? 'Make Public' : 'Make Private'}</span>

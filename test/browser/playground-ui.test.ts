@@ -8,7 +8,6 @@
  * Screenshots go to test-results/playground/.
  */
 import { randomBytes } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
@@ -16,10 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nameKey } from '../../src/core/names.js';
 import type { StoredFile } from '../../src/core/ports.js';
 import { CofferError, type FileRecord, type FolderRecord } from '../../src/sdk/index.js';
+import { axeScan, persistedText } from './checks.js';
 import { startPlayground, type Playground } from './harness.js';
-
-const require = createRequire(import.meta.url);
-const AXE = require.resolve('axe-core/axe.min.js');
 
 let pg: Playground;
 let png: Uint8Array;
@@ -85,21 +82,6 @@ async function menuAction(page: Page, name: string, action: string): Promise<voi
 
 const toast = (page: Page): Locator => page.locator('[data-testid=toast]').last();
 
-async function axeScan(page: Page): Promise<Array<{ id: string; impact: string; nodes: string[] }>> {
-  await page.addScriptTag({ path: AXE });
-  // Colours are judged once transitions (a dialog fading in) have settled, not midway.
-  await page.evaluate(() => Promise.all(document.getAnimations()
-    .filter((a) => a.effect?.getTiming().iterations !== Infinity) // spinners never finish
-    .map((a) => a.finished.catch(() => undefined))));
-  return page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (ctx: unknown, opts: unknown) => Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
-    const result = await axe.run(document, { resultTypes: ['violations'] });
-    return result.violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 5).map((n) => n.target.join(' ')) }));
-  });
-}
-
 function fileRow(over: Partial<StoredFile> & { name: string }): StoredFile {
   const id = randomBytes(16).toString('base64url');
   const at = over.created_at ?? Date.now();
@@ -134,19 +116,7 @@ describe('sign-in', () => {
     expect(page.url()).not.toContain(pg.key);
 
     // The key is in no web storage, no cookie a script can read, no address, no field.
-    const stored = await page.evaluate(async () => {
-      const dump: string[] = [document.cookie, location.href, document.documentElement.outerHTML];
-      for (const s of [localStorage, sessionStorage]) for (let i = 0; i < s.length; i++) dump.push(s.key(i)!, s.getItem(s.key(i)!)!);
-      for (const info of await indexedDB.databases()) {
-        const db = await new Promise<IDBDatabase>((res, rej) => { const r = indexedDB.open(info.name!); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
-        for (const store of Array.from(db.objectStoreNames)) {
-          const all = await new Promise<unknown[]>((res, rej) => { const r = db.transaction(store).objectStore(store).getAll(); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
-          dump.push(JSON.stringify(all));
-        }
-        db.close();
-      }
-      return dump.join('\n');
-    });
+    const stored = [await persistedText(page), await page.evaluate(() => document.documentElement.outerHTML)].join('\n');
     expect(stored).not.toContain(pg.key);
     const cookies = await context.cookies();
     expect(cookies.length).toBeGreaterThan(0);

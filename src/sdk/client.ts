@@ -11,7 +11,7 @@ import type {
 import type {
   CreateGrantRequest, CreateGrantResponse, CreateKeyRequest, CreateKeyResponse, ListKeysResponse, RevokeKeyResponse, RevokeLinksResponse,
 } from '../core/api-access.js';
-import type { FileWithUsage } from '../core/api-usage.js';
+import type { FileWithUsage, UsageRequest, UsageResponse } from '../core/api-usage.js';
 import type { CreateWebhookRequest, CreateWebhookResponse, DeliveriesRequest, DeliveriesResponse, DeliveryRecord, ListWebhooksResponse } from '../core/api-webhooks.js';
 import { CofferError } from '../core/errors.js';
 import { base64Length, encodeBase64Into } from './base64.js';
@@ -254,6 +254,10 @@ export class CofferClient {
   /** The record, with `downloads` and `bytes_served` as edges have reported them. */
   getFile(fileId: string, opts?: CallOptions): Promise<FileWithUsage> {
     return this.call('/collections/file/get', { file_id: fileId }, { ...opts, idempotent: true });
+  }
+  /** Bytes and downloads per UTC day over the last `days` days (default 30), zeros included, as edges have reported them. */
+  usage(req: UsageRequest = {}, opts?: CallOptions): Promise<UsageResponse> {
+    return this.call('/collections/usage', req, { ...opts, idempotent: true });
   }
   updateFile(req: UpdateFileRequest, opts?: CallOptions): Promise<FileRecord> {
     return this.call('/collections/file/update', req, { ...opts, idempotent: true });

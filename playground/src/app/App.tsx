@@ -1,8 +1,9 @@
-/** The Playground: the sign-in screen, or once a session exists the file manager or the keys (the address decides). */
+/** The Playground: the sign-in screen, or once a session exists the file manager, the keys or the webhooks (the address decides). */
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { currentSession, signOut } from '../api.js';
 import { KeysPage } from '../keys/KeysPage.js';
+import { WebhooksPage } from '../webhooks/WebhooksPage.js';
 import { dropSessionUploads } from '../uploads/shared.js';
 import { FileManager } from './FileManager.js';
 import { errorMessage } from './format.js';
@@ -73,7 +74,7 @@ export function App(): JSX.Element {
         },
         onSessionEnded: () => ended('Your session has ended. Sign in again to continue.'),
       };
-      screen = page === 'keys' ? <KeysPage {...session} /> : <FileManager {...session} />;
+      screen = page === 'keys' ? <KeysPage {...session} /> : page === 'webhooks' ? <WebhooksPage {...session} /> : <FileManager {...session} />;
       break;
     }
   }

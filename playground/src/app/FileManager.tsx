@@ -35,6 +35,7 @@ import { TopBar, Toolbar } from './Toolbar.js';
 import { useListing } from './useListing.js';
 import { useNow } from './useNow.js';
 import { hasFiles, type ViewProps } from './views.js';
+import { UsageChart } from './UsageChart.js';
 
 type DialogState =
   | { type: 'new-folder' }
@@ -411,6 +412,7 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
             </span>
           )}
         </div>
+        {route.folder === null && !q && <UsageChart />}
         <section class="content" aria-label={q ? 'Search results' : 'Folder contents'}>
           {content}
           {dragging && (

@@ -1,12 +1,13 @@
-/** The Playground's pages (Files, Keys) as links in the top bar; the current one is marked. */
+/** The Playground's pages (Files, Keys, Webhooks) as links in the top bar; the current one is marked. */
 import type { JSX } from 'preact';
-import { FolderIcon, KeyIcon } from './icons.js';
+import { FolderIcon, KeyIcon, WebhookIcon } from './icons.js';
 import { navigate, routeHref, type Page } from './state/url.js';
 import './nav.css';
 
 const PAGES: { page: Page; label: string; Icon: typeof FolderIcon }[] = [
   { page: 'files', label: 'Files', Icon: FolderIcon },
   { page: 'keys', label: 'Keys', Icon: KeyIcon },
+  { page: 'webhooks', label: 'Webhooks', Icon: WebhookIcon },
 ];
 
 export function PageNav(props: { current: Page }): JSX.Element {

@@ -136,6 +136,12 @@ export const CloudOffIcon = (p: IconProps) => (
 export const SortIcon = (p: IconProps) => (
   <Svg {...p}><path d="M7 4v16M3.5 7.5 7 4l3.5 3.5M17 20V4M13.5 16.5 17 20l3.5-3.5" /></Svg>
 );
+export const WebhookIcon = (p: IconProps) => (
+  <Svg {...p}><path d="M9 16.5a3.5 3.5 0 1 1-3-5.9M12.5 8.2a3.5 3.5 0 1 1 4.3 3.9M18 17h-7.5l-3-5L11 6" /></Svg>
+);
+export const SendIcon = (p: IconProps) => (
+  <Svg {...p}><path d="M21 3 10 14M21 3l-7 18-4-7-7-4z" /></Svg>
+);
 export const LogoIcon = (p: IconProps) => (
   <Svg {...p}><path d="M4 10h16v8.5a2.5 2.5 0 0 1-2.5 2.5h-11A2.5 2.5 0 0 1 4 18.5z" /><path d="M4 10l1.6-4.4A2.5 2.5 0 0 1 8 4h8a2.5 2.5 0 0 1 2.4 1.6L20 10" /><path d="M10 14h4" /></Svg>
 );

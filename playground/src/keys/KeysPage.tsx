@@ -7,9 +7,8 @@ import { useEffect, useState } from 'preact/hooks';
 import type { CreateKeyResponse, KeyRecord } from '../../../src/sdk/index.js';
 import { CofferError } from '../../../src/sdk/index.js';
 import { errorMessage, middleEllipsis, plural } from '../app/format.js';
-import { CloudOffIcon, KeyIcon, LogoIcon, PlusIcon, SignOutIcon } from '../app/icons.js';
-import { PageNav } from '../app/Nav.js';
-import { navigate, routeHref } from '../app/state/url.js';
+import { CloudOffIcon, KeyIcon, PlusIcon } from '../app/icons.js';
+import { PageTopBar } from '../app/PageTopBar.js';
 import { Loading } from '../app/States.js';
 import { toastSuccess } from '../app/Toasts.js';
 import { useNow } from '../app/useNow.js';
@@ -73,18 +72,7 @@ export function KeysPage(props: { onSignOut: () => void; onSessionEnded: () => v
 
   return (
     <div class="app">
-      <header class="topbar">
-        <a class="brand" href={routeHref({ folder: null, view: null, q: '' })}
-          onClick={(e) => { if (e.button === 0 && !e.metaKey && !e.ctrlKey) { e.preventDefault(); navigate({ page: 'files', folder: null, q: '' }); } }}>
-          <span class="brand-mark"><LogoIcon size={20} /></span>
-          <span class="brand-name">Coffer</span>
-        </a>
-        <PageNav current="keys" />
-        <span class="topbar-spacer" />
-        <button type="button" class="btn btn-ghost signout" onClick={props.onSignOut} aria-label="Sign out" title="Sign out">
-          <SignOutIcon /><span class="hide-narrow">Sign out</span>
-        </button>
-      </header>
+      <PageTopBar current="keys" onSignOut={props.onSignOut} />
       <main class="main" aria-labelledby="keys-title">
         <div class="toolbar">
           <div class="toolbar-crumbs keys-heading">

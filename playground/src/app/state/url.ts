@@ -1,11 +1,11 @@
 /**
  * The address holds where the user is: the page, the folder, the view and the search,
- * e.g. `/?folder=ID&view=list&q=term` or `/?page=keys`. Reload, back and forward restore it.
+ * e.g. `/?folder=ID&view=list&q=term`, `/?page=keys` or `/?page=webhooks`. Reload, back and forward restore it.
  */
 import { useEffect, useState } from 'preact/hooks';
 
 export type View = 'grid' | 'list';
-export type Page = 'files' | 'keys';
+export type Page = 'files' | 'keys' | 'webhooks';
 
 export interface Route {
   /** Absent: the files. */
@@ -20,7 +20,7 @@ export function parseRoute(search: string): Route {
   const p = new URLSearchParams(search);
   const view = p.get('view');
   return {
-    page: p.get('page') === 'keys' ? 'keys' : 'files',
+    page: p.get('page') === 'keys' ? 'keys' : p.get('page') === 'webhooks' ? 'webhooks' : 'files',
     folder: p.get('folder') || null,
     view: view === 'grid' || view === 'list' ? view : null,
     q: p.get('q') ?? '',
@@ -29,8 +29,8 @@ export function parseRoute(search: string): Route {
 
 export function routeHref(r: Route): string {
   const p = new URLSearchParams();
-  // The keys page stands alone: the folder, view and search belong to the files.
-  if (r.page === 'keys') return '/?page=keys';
+  // The keys and webhooks pages stand alone: the folder, view and search belong to the files.
+  if (r.page === 'keys' || r.page === 'webhooks') return `/?page=${r.page}`;
   if (r.folder) p.set('folder', r.folder);
   if (r.view) p.set('view', r.view);
   if (r.q) p.set('q', r.q);

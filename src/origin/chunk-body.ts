@@ -37,6 +37,11 @@ export const CHUNK_FIELDS_LIMIT = 64 * 1024;
 /** The fields are flat; nesting beyond this is refused as it is read, before anything parses it. */
 const MAX_NESTING = 32;
 const BATCH_BYTES = 1 << 20;
+/**
+ * Base64 text is decoded through a string, in slices this long: a string under V8's large
+ * object size dies young and costs a scavenge, where 1 MiB strings would pile up for full GCs.
+ */
+const TEXT_SLICE = 64 * 1024;
 
 /** Spare output buffers: a decoded chunk is written from these instead of fresh allocations. */
 const sparePool: Buffer[] = [];
@@ -91,7 +96,7 @@ class Base64Decoder {
     }
     const whole = pos + (dataEnd - pos) - ((dataEnd - pos) % 4);
     while (pos < whole) {
-      const next = Math.min(whole, pos + (BATCH_BYTES / 3) * 4 - 4);
+      const next = Math.min(whole, pos + TEXT_SLICE);
       await this.decode(buf, pos, next);
       if (this.invalid) return this.fail(buf, start, end);
       pos = next;

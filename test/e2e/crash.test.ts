@@ -1,6 +1,7 @@
 /**
  * Crash safety (contract §4, complete-upload): an origin killed with SIGKILL at any
- * moment leaves every upload either still open and resumable, or ready and whole.
+ * moment leaves every upload either still open and resumable, or ready and whole. Parts
+ * go in both forms (contract §9), chosen at random for each send: base64 in JSON, or raw.
  * Runs the built CLI (`dist/cli/main.js origin`) as a child process on one data dir,
  * kills it at random moments while uploads run, and restarts it each time.
  *
@@ -140,7 +141,7 @@ function killChild(child: ChildProcess): Promise<void> {
   });
 }
 
-async function post(server: Server, path: string, body: unknown): Promise<{ status: number; body: any }> {
+async function post(server: Server, path: string, body: unknown, raw?: Buffer): Promise<{ status: number; body: any }> {
   // Never talk to a killed origin's address: another process may listen there by now.
   if (server.dead) throw new ConnectionError(`${path}: origin #${server.gen} was killed`);
   let res: Response;
@@ -148,8 +149,8 @@ async function post(server: Server, path: string, body: unknown): Promise<{ stat
   try {
     res = await fetch(server.url + path, {
       method: 'POST',
-      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': raw ? 'application/octet-stream' : 'application/json' },
+      body: raw ? new Uint8Array(raw) : JSON.stringify(body),
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
     text = await res.text();
@@ -215,7 +216,7 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
     const fail = (msg: string) => { failures.push(msg); };
     const stats = {
       kills: 0, killedDuringComplete: 0, connectionErrors: 0, resumedAfterKill: 0, readyBeforeLastKill: 0, uploadingAtRestart: 0,
-      garbageSends: 0, resends: 0, outsideStops: 0,
+      garbageSends: 0, resends: 0, outsideStops: 0, rawSends: 0, jsonSends: 0,
     };
 
     // ---- the origin: started, killed and restarted here only -------------------------
@@ -309,7 +310,15 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
 
     async function sendPart(s: Server, u: Upload, n: number, bytes: Buffer): Promise<void> {
       const sess = u.session!;
-      const r = await post(s, '/collections/upload/file-progress', { ...sess, partNumber: n, body: bytes.toString('base64') });
+      let r: { status: number; body: any };
+      if (randomInt(2) === 0) {
+        stats.rawSends++;
+        const query = new URLSearchParams({ ...sess, partNumber: String(n) });
+        r = await post(s, `/collections/upload/file-progress?${query}`, null, bytes);
+      } else {
+        stats.jsonSends++;
+        r = await post(s, '/collections/upload/file-progress', { ...sess, partNumber: n, body: bytes.toString('base64') });
+      }
       if (r.status !== 200) throw new Error(`part ${n} of upload ${u.index}: ${r.status} ${JSON.stringify(r.body)}`);
     }
 
@@ -434,6 +443,8 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
     expect(uploads.every((u) => u.done), report()).toBe(true);
     // At least one kill landed while uploads were under way (not only between them).
     expect(stats.connectionErrors, report()).toBeGreaterThan(0);
+    expect(stats.rawSends, report()).toBeGreaterThan(0);
+    expect(stats.jsonSends, report()).toBeGreaterThan(0);
 
     // One more kill and restart with everything complete: all of it must have lasted.
     await restart();

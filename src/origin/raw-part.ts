@@ -5,6 +5,7 @@
  */
 import { errors } from '../core/errors.js';
 import type { PartWriter } from '../core/ports.js';
+import { POOL_BUFFER_BYTES, giveBack, takeBuffer } from '../core/buffer-pool.js';
 
 export type RawPartFields = {
   bucket: string;
@@ -41,10 +42,6 @@ export function partFieldsOf(query: unknown): RawPartFields {
   return { bucket, key, uploadId, fileId, partNumber: Number(partText) };
 }
 
-/** Bytes are handed to the writer in pieces of this size: a few large writes, not one per packet. */
-const BATCH_BYTES = 1 << 20;
-const spare: Buffer[] = [];
-
 /**
  * Writes the body to `writer` (when given) as it arrives and returns how many bytes it had;
  * stops with 413 as soon as it is known to be over `limit`. Without a writer the bytes are
@@ -53,7 +50,8 @@ const spare: Buffer[] = [];
 export async function readRawBody(source: AsyncIterable<Buffer>, writer: PartWriter | null, limit: number, declaredLength?: number): Promise<number> {
   if (declaredLength !== undefined && declaredLength > limit) throw errors.payloadTooLarge(limit);
   let total = 0;
-  let batch: Buffer | null = writer ? (spare.pop() ?? Buffer.allocUnsafe(BATCH_BYTES)) : null;
+  // Handed to the writer in pooled 1 MiB pieces: a few large writes, not one per packet.
+  let batch: Buffer | null = writer ? takeBuffer() : null;
   let used = 0;
   try {
     for await (const chunk of source) {
@@ -65,7 +63,7 @@ export async function readRawBody(source: AsyncIterable<Buffer>, writer: PartWri
         const n = chunk.copy(batch, used, pos);
         used += n;
         pos += n;
-        if (used === BATCH_BYTES) {
+        if (used === POOL_BUFFER_BYTES) {
           await writer.write(batch);
           used = 0;
         }
@@ -74,7 +72,7 @@ export async function readRawBody(source: AsyncIterable<Buffer>, writer: PartWri
     if (writer && batch && used > 0) await writer.write(batch.subarray(0, used));
     return total;
   } finally {
-    if (batch && spare.length < 16) spare.push(batch);
+    if (batch) giveBack(batch);
     batch = null;
   }
 }

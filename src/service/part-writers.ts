@@ -5,15 +5,10 @@
  * which part it is.
  */
 import type { PartWriter } from '../core/ports.js';
+import { POOL_BUFFER_BYTES, giveBack, takeBuffer } from '../core/buffer-pool.js';
 
-/** Slabs the held bytes are copied into, reused from one chunk to the next instead of allocated each time. */
-const SLAB_BYTES = 1 << 20;
-const spareSlabs: Buffer[] = [];
-const MAX_SPARE_SLABS = 16;
-const takeSlab = (): Buffer => spareSlabs.pop() ?? Buffer.allocUnsafe(SLAB_BYTES);
-const giveBack = (slabs: Buffer[]): void => {
-  for (const slab of slabs) if (spareSlabs.length < MAX_SPARE_SLABS) spareSlabs.push(slab);
-};
+/** The held bytes are copied into pooled slabs, not fresh allocations. */
+const SLAB_BYTES = POOL_BUFFER_BYTES;
 
 /**
  * Keeps the decoded bytes in memory (once: each chunk is copied, as the caller reuses its
@@ -30,7 +25,7 @@ export class BufferedPartWriter implements PartWriter {
     let pos = 0;
     while (pos < chunk.length) {
       if (this.used === SLAB_BYTES) {
-        this.slabs.push(takeSlab());
+        this.slabs.push(takeBuffer());
         this.used = 0;
       }
       const n = chunk.copy(this.slabs[this.slabs.length - 1]!, this.used, pos);
@@ -49,12 +44,12 @@ export class BufferedPartWriter implements PartWriter {
     try {
       for (let i = 0; i < slabs.length; i++) await target.write(i === slabs.length - 1 ? slabs[i]!.subarray(0, lastUsed) : slabs[i]!);
     } finally {
-      giveBack(slabs);
+      giveBack(...slabs);
     }
   }
 
   async discard(): Promise<void> {
-    giveBack(this.slabs);
+    giveBack(...this.slabs);
     this.slabs = [];
     this.used = SLAB_BYTES;
   }

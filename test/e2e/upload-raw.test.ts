@@ -262,6 +262,16 @@ describe('raw parts (contract §9)', () => {
     expect(await received(o, theirs.file_id)).toEqual([]);
   });
 
+  it('is in the OpenAPI document: the octet-stream body and the five query fields', async () => {
+    const doc = (await (await fetch(`${o.url}/openapi.json`)).json()) as any;
+    const op = doc.paths[PATH].post;
+    expect(Object.keys(op.requestBody.content).sort()).toEqual(['application/json', 'application/octet-stream']);
+    expect(op.requestBody.content['application/octet-stream'].schema).toMatchObject({ type: 'string', format: 'binary' });
+    const query = op.parameters.filter((p: any) => p.in === 'query').map((p: any) => p.name).sort();
+    expect(query).toEqual(['bucket', 'fileId', 'key', 'partNumber', 'uploadId']);
+    expect(op.description).toContain('application/octet-stream');
+  });
+
   it('leaves no temporary part files behind after refused raw parts', async () => {
     const s = await initiate(o, 4);
     await sendRaw(o, s, 1, Buffer.alloc(3));

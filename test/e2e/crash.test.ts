@@ -3,7 +3,9 @@
  * moment leaves every upload either still open and resumable, or ready and whole. Parts
  * go in both forms (contract §9), chosen at random for each send: base64 in JSON, or raw.
  * Runs the built CLI (`dist/cli/main.js origin`) as a child process on one data dir,
- * kills it at random moments while uploads run, and restarts it each time.
+ * kills it at random moments while uploads run, and restarts it each time. In the
+ * `postgres-s3` project the origin keeps its metadata in a fresh PostgreSQL database and its
+ * bytes in a fresh bucket on s3rver, which outlive every kill like the data dir does.
  *
  * The machine may be shared: an origin stopped by a signal this test did not send is
  * restarted like a killed one and counted (stats.outsideStops), not mistaken for a bug;
@@ -17,7 +19,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readStoredObject } from '../helpers/stored-object.js';
+import { TEST_BLOBS_S3, TEST_METADATA_POSTGRES, createTestBucket } from '../helpers/origin.js';
+import { createDatabase } from '../helpers/postgres.js';
+import { readStoredObject, type StoreOf } from '../helpers/stored-object.js';
 
 const C = 5 * 1024 * 1024;
 const MAIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../dist/cli/main.js');
@@ -183,12 +187,19 @@ function shuffle<T>(items: T[]): T[] {
 
 describe('crash safety of uploads (SIGKILL of the origin process)', () => {
   let dataDir = '';
+  /** COFFER_DATABASE_URL and COFFER_BLOB_STORE in the postgres-s3 project; nothing on embedded storage. */
+  const storageEnv: Record<string, string> = {};
+  /** Where the stored objects are read from, behind the origin's back. */
+  let store: StoreOf = { dataDir: '' };
 
   beforeAll(async () => {
     if (!existsSync(MAIN)) {
       throw new Error(`${MAIN} is missing: build first with \`npm run build\` (\`npm test\` does it before vitest).`);
     }
     dataDir = await mkdtemp(join(tmpdir(), 'coffer-crash-'));
+    if (TEST_METADATA_POSTGRES) storageEnv.COFFER_DATABASE_URL = await createDatabase();
+    if (TEST_BLOBS_S3) storageEnv.COFFER_BLOB_STORE = await createTestBucket();
+    store = { dataDir, ...(storageEnv.COFFER_BLOB_STORE ? { blobStore: storageEnv.COFFER_BLOB_STORE } : {}) };
   });
 
   afterAll(async () => {
@@ -203,7 +214,7 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
     const wrongUploads = new Set<Upload>();
     /** What the stored object of a wrong upload is made of, part by part. */
     async function diagnose(u: Upload): Promise<string> {
-      const stored = await readStoredObject(dataDir, u.session!.fileId).catch((err: Error) => err);
+      const stored = await readStoredObject(store, u.session!.fileId).catch((err: Error) => err);
       if (stored instanceof Error) return `upload ${u.index}: object unreadable: ${stored.message}`;
       const parts = range(u.partCount).map((n) => {
         const h = sha256(stored.subarray((n - 1) * C, n * C));
@@ -236,7 +247,7 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
     async function startOrigin(): Promise<Server> {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await startChild(dataDir, gen++, onExit);
+          return await startChild(dataDir, storageEnv, gen++, onExit);
         } catch (err) {
           if (!(err instanceof OutsideStop) || attempt >= 3) throw err;
           stats.outsideStops++;
@@ -407,7 +418,7 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
         if (a === 'ready' && b !== 'ready') fail(`upload ${u.index}: status said ready, then file/get said ${b}`);
         // A file the restarted origin calls ready has its whole bytes in place.
         if (a === 'ready' && !u.checkedOnDisk) {
-          const onDisk = await readStoredObject(dataDir, u.session!.fileId).catch((err: Error) => err);
+          const onDisk = await readStoredObject(store, u.session!.fileId).catch((err: Error) => err);
           if (onDisk instanceof Error) fail(`upload ${u.index} is ready but its object cannot be read: ${onDisk.message}`);
           else if (sha256(onDisk) !== u.sha) fail(`upload ${u.index} is ready but its ${onDisk.length} bytes on disk are not the bytes sent`);
           else u.checkedOnDisk = true;
@@ -457,8 +468,7 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
       expect(got.body.sha256).toBe(u.sha);
       const st = await post(server, '/collections/upload/status', { file_id: u.session!.fileId });
       expect(st.body).toMatchObject({ status: 'ready', missing: [] });
-      // The embedded blob layout: the object is a file named by the id.
-      const onDisk = await readStoredObject(dataDir, u.session!.fileId);
+      const onDisk = await readStoredObject(store, u.session!.fileId);
       expect(onDisk.length).toBe(u.bytes.length);
       expect(sha256(onDisk), `bytes on disk of upload ${u.index}`).toBe(u.sha);
     }

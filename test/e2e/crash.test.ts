@@ -82,10 +82,10 @@ const children: ChildProcess[] = [];
 const childLogs: string[] = [];
 
 /** Starts an origin; `onExit` is told when it exits after it was ready and not by killServer. */
-function startChild(dataDir: string, gen: number, onExit: (s: Server, code: number | null, signal: string | null) => void): Promise<Server> {
+function startChild(dataDir: string, storageEnv: Record<string, string>, gen: number, onExit: (s: Server, code: number | null, signal: string | null) => void): Promise<Server> {
   const child = spawn(process.execPath, [MAIN, 'origin'], {
     env: {
-      ...process.env,
+      ...process.env, ...storageEnv,
       COFFER_HOST: '127.0.0.1', COFFER_PORT: '0', COFFER_DATA_DIR: dataDir, COFFER_ACCESS_KEY: KEY, COFFER_SIGNING_SECRET: SECRET,
       COFFER_CDN_URL: 'http://cdn.test', COFFER_RATE_LIMIT: '100000', COFFER_LOG_LEVEL: 'warn',
     },

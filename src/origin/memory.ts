@@ -8,13 +8,24 @@
 import v8 from 'node:v8';
 import vm from 'node:vm';
 
-/** Keeps the young generation at its initial size. */
+/**
+ * Keeps the young generation at its initial size, and compiles nothing beyond bytecode while
+ * the origin starts: its startup code runs once, and the optimizing compilers' working memory
+ * stays with the process's allocator after they finish (about 7 MB of an idle origin's RSS).
+ */
 export function keepYoungGenerationSmall(): void {
   v8.setFlagsFromString('--semi-space-growth-factor=1');
+  v8.setFlagsFromString('--no-opt');
+  v8.setFlagsFromString('--no-sparkplug');
 }
 
-/** One compacting collection once started: what loading left behind is given back to the system. */
+/**
+ * Once started: the compilers are back for the code that serves requests, and one
+ * compacting collection gives what loading left behind back to the system.
+ */
 export function compactAfterStart(): void {
+  v8.setFlagsFromString('--opt');
+  v8.setFlagsFromString('--sparkplug');
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc') as (() => void) | undefined;
   if (typeof gc !== 'function') return;

@@ -33,6 +33,8 @@ const UPLOADS_PER_ROUND = 4;
 /** The whole scenario must be over by then; the test fails with the state it reached. */
 const DEADLINE_MS = 50_000;
 const REQUEST_TIMEOUT_MS = 15_000;
+/** An origin on PostgreSQL migrates its schema first; a busy machine needs the margin. */
+const START_TIMEOUT_MS = 30_000;
 
 const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -97,7 +99,7 @@ function startChild(dataDir: string, storageEnv: Record<string, string>, gen: nu
     let out = '';
     let stderr = '';
     let server: Server | null = null;
-    const timer = setTimeout(() => reject(new Error(`origin #${gen} did not print its URL within 15 s; output:\n${out}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`origin #${gen} did not print its URL within ${START_TIMEOUT_MS / 1000} s; output:\n${out}`)), START_TIMEOUT_MS);
     const onData = (data: Buffer) => {
       out += data.toString();
       childLogs.push(`[#${gen}] ${data.toString().trimEnd()}`);

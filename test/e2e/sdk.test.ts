@@ -670,7 +670,7 @@ describe('uploadFile', () => {
     const done = await client().uploadFile(bytes, { name: 'done.bin', onSession: (h) => { handle = h; } });
     const t = tap();
     const again = await client({ fetch: t.fetch }).uploadFile(bytes, { name: 'done.bin', resume: handle });
-    expect(again).toEqual({ ...done, downloads: 0, bytes_served: 0 });
+    expect(again).toEqual(done);
     expect(t.parts()).toEqual([]);
     expect(t.count('/collections/upload/file')).toBe(0);
     expect(t.count('/collections/upload/complete-upload')).toBe(0);

@@ -1,6 +1,5 @@
-// Shared pieces of the delivery and fleet benchmarks: child processes with a
-// watchdog, time bounds, a small HTTP client, Coffer's upload flow, statistics
-// and table output. bench/upload.ts predates this module and keeps its own.
+// Shared pieces of the benchmarks: child processes with a watchdog, time bounds,
+// a small HTTP client, Coffer's upload flow, statistics and table output.
 //
 // Every child is spawned without a shell, so its pid is the process itself
 // (`taskset -c N prog` execs prog, keeping the pid). Children are SIGKILLed
@@ -116,6 +115,16 @@ function watchdogSend(line: string): void {
     watchdog.unref();
   }
   watchdog.stdin?.write(`${line}\n`);
+}
+
+/** Has the watchdog kill `pid` (a process this one did not spawn as a Child) if this one dies. */
+export function watchPid(pid: number, watch = true): void {
+  watchdogSend(`${watch ? "+" : "-"}${pid}`);
+}
+
+/** Has the watchdog remove `dir` if this one dies (or no longer, with watch = false). */
+export function watchDir(dir: string, watch = true): void {
+  watchdogSend(`${watch ? "D" : "d"}${dir}`);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,11 +1,13 @@
-/** Picks the adapters the configuration names: embedded by default. */
+/**
+ * Picks the adapters the configuration names: embedded by default. Each is loaded only
+ * when named, so an embedded origin never holds the S3 client or pg in memory (and one on
+ * PostgreSQL and S3 never loads better-sqlite3).
+ */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BlobStore, MetadataStore } from '../core/ports.js';
-import { FsBlobStore } from './blobs/fs.js';
-import { S3BlobStore } from './blobs/s3.js';
-import { openSqliteStore } from './metadata/sqlite.js';
-import { isPostgresUrl, openPostgresStore } from './metadata/postgres.js';
+
+const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//i.test(url);
 
 export async function openMetadataStore(dataDir: string, databaseUrl: string | undefined): Promise<MetadataStore> {
   if (databaseUrl) {
@@ -13,6 +15,7 @@ export async function openMetadataStore(dataDir: string, databaseUrl: string | u
       throw new Error('COFFER_DATABASE_URL must be a PostgreSQL URL (postgres://user:password@host:port/database); unset it to use the embedded SQLite store.');
     }
     try {
+      const { openPostgresStore } = await import('./metadata/postgres.js');
       return await openPostgresStore(databaseUrl);
     } catch (err) {
       // The URL may hold a password: name the server only.
@@ -27,6 +30,7 @@ export async function openMetadataStore(dataDir: string, databaseUrl: string | u
     }
   }
   await mkdir(dataDir, { recursive: true });
+  const { openSqliteStore } = await import('./metadata/sqlite.js');
   return openSqliteStore(join(dataDir, 'coffer.sqlite'));
 }
 
@@ -35,7 +39,9 @@ export async function openBlobStore(dataDir: string, blobStore: string | undefin
     if (!blobStore.startsWith('s3://')) {
       throw new Error('COFFER_BLOB_STORE must be an s3:// URL (s3://BUCKET?endpoint=…&region=…&force_path_style=true); unset it to keep blobs in the data dir.');
     }
+    const { S3BlobStore } = await import('./blobs/s3.js');
     return S3BlobStore.open(blobStore);
   }
+  const { FsBlobStore } = await import('./blobs/fs.js');
   return FsBlobStore.open(join(dataDir, 'blobs'));
 }

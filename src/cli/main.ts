@@ -60,7 +60,13 @@ function untilSignal(close: () => Promise<void>): void {
 }
 
 // The service's modules load only for the commands that run it, so client commands start fast.
-const startOrigin: typeof StartOrigin = async (...args) => (await import('../origin/server.js')).startOrigin(...args);
+const startOrigin: typeof StartOrigin = async (...args) => {
+  const memory = await import('../origin/memory.js');
+  memory.keepYoungGenerationSmall();
+  const origin = await (await import('../origin/server.js')).startOrigin(...args);
+  memory.compactAfterStart();
+  return origin;
+};
 const startEdge: typeof StartEdge = async (...args) => (await import('../edge/server.js')).startEdge(...args);
 
 /**

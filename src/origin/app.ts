@@ -2,20 +2,19 @@
  * The origin's HTTP face: the programmatic interface of contract §2–§6, its OpenAPI
  * document and reference page. Transport only; every rule lives in the service.
  */
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { randomBytes } from 'node:crypto';
 import { CofferError, errors, isCofferError } from '../core/errors.js';
-import { ErrorBody, UploadPartRequest, UploadPartResponse } from '../core/api.js';
-import type { PartWriter } from '../core/ports.js';
+import { ErrorBody } from '../core/api.js';
 import { DEFAULT_SESSION_TTL_SECONDS, type CofferService } from '../service/service.js';
 import { CSRF_HEADER } from './auth/session-cookie.js';
 import { installAuthentication } from './auth/hook.js';
 import { declareScope } from './auth/access.js';
 import { registerSessionRoutes } from './session-routes.js';
 import { DEFAULT_PLAYGROUND_DIR, registerPlayground } from './playground.js';
-import { readChunkBody } from './chunk-body.js';
+import { registerChunkRoute } from './chunk-route.js';
 import { clientErrorResponse } from '../core/client-error.js';
 import { installRequestTimeouts, limitConnectionsPerAddress, timeoutServerOptions } from './request-timeouts.js';
 import type { Endpoint } from './routes/endpoint.js';
@@ -30,7 +29,6 @@ import * as webhookRoutes from './routes/webhooks.js';
 import type { OriginMetrics } from './metrics.js';
 
 export const JSON_BODY_LIMIT = 64 * 1024;
-export const CHUNK_BODY_LIMIT = 8 * 1024 * 1024;
 
 export interface OriginAppOptions {
   service: CofferService;
@@ -69,7 +67,7 @@ const ERROR_RESPONSES = Object.fromEntries(
   [[400, 'The body is malformed or a field is wrong'], [401, 'No key, a malformed header, or an unknown key; or a session cookie of no live session'],
     [403, 'A key without the scope the call needs, or an upload grant on another call (forbidden); a session cookie without the X-CSRF-Token of its session (csrf_failed)'], [404, 'No such id, or one outside the folder the key is confined to'],
     [409, 'The request conflicts with the current state'], [413, 'A body or a declared size over the limits'],
-    [415, 'A body that is not JSON'], [429, 'Too many requests; Retry-After is set']]
+    [415, 'A body that is not JSON (file-progress: not JSON nor application/octet-stream)'], [429, 'Too many requests; Retry-After is set']]
     .map(([status, description]) => [status, { ...ErrorBody, description }]),
 );
 
@@ -114,19 +112,6 @@ function toCofferError(error: FastifyError): CofferError {
 function sendError(reply: FastifyReply, err: CofferError): FastifyReply {
   if (err.status === 429) reply.header('Retry-After', String(err.details.retry_after ?? 1));
   return reply.code(err.status).type('application/json; charset=utf-8').send(err.toBody());
-}
-
-/** What the chunk route's body parser leaves for its handler. */
-interface ChunkPart {
-  writer: PartWriter;
-  invalidBase64: boolean;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The part writer the chunk route's parser opened, until the handler commits it; null elsewhere. */
-    chunkPart: ChunkPart | null;
-  }
 }
 
 export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyInstance> {
@@ -245,38 +230,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     });
   }
 
-  // The chunk endpoint reads its body as a stream; it lives in a context of its own parser.
-  await app.register(async (scope) => {
-    scope.decorateRequest('chunkPart', null);
-    // A part the handler did not commit (refused, failed, cut off) is discarded, not left half-written.
-    scope.addHook('onResponse', async (request) => {
-      await request.chunkPart?.writer.discard().catch(() => {});
-    });
-    scope.removeContentTypeParser('application/json');
-    scope.addContentTypeParser('application/json', async (request: FastifyRequest, payload: NodeJS.ReadableStream) => {
-      const length = request.headers['content-length'];
-      const body = await readChunkBody(payload as AsyncIterable<Buffer>, (fields) => service.uploads.openPartWriter(request.caller!, fields), CHUNK_BODY_LIMIT, length === undefined ? undefined : Number(length));
-      if (body.writer) request.chunkPart = { writer: body.writer, invalidBase64: body.invalidBase64 };
-      return body.fields;
-    });
-    scope.post('/collections/upload/file-progress', {
-      config: { access: 'upload' },
-      bodyLimit: CHUNK_BODY_LIMIT,
-      schema: {
-        summary: 'Upload one chunk',
-        description: 'One part of an upload, base64 in "body". Every part but the last decodes to exactly chunk_size bytes. Parts may arrive in any order and in parallel; sending a part again replaces it. The body may be up to 8 MiB.',
-        tags: ['Upload'],
-        body: UploadPartRequest,
-        response: { 200: UploadPartResponse, ...ERROR_RESPONSES },
-      },
-      handler: async (request) => {
-        const fields = request.body as { bucket: string; key: string; uploadId: string; fileId: string; partNumber: number };
-        const part = request.chunkPart;
-        if (!part) throw errors.invalidRequest('"body" must be a string.', 'body');
-        return service.uploads.receivePart({ ...fields, caller: request.caller!, writer: part.writer, invalidBase64: part.invalidBase64 });
-      },
-    });
-  });
+  await registerChunkRoute(app, service, ERROR_RESPONSES);
   registerUploadPreflight(app);
 
   return app;

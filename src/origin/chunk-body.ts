@@ -6,6 +6,7 @@
  */
 import { errors } from '../core/errors.js';
 import type { PartWriter } from '../core/ports.js';
+import { POOL_BUFFER_BYTES, giveBack, takeBuffer } from '../core/buffer-pool.js';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -36,14 +37,12 @@ const EQUALS = 0x3d;
 export const CHUNK_FIELDS_LIMIT = 64 * 1024;
 /** The fields are flat; nesting beyond this is refused as it is read, before anything parses it. */
 const MAX_NESTING = 32;
-const BATCH_BYTES = 1 << 20;
-
-/** Spare output buffers: a decoded chunk is written from these instead of fresh allocations. */
-const sparePool: Buffer[] = [];
-const takeBatch = (): Buffer => sparePool.pop() ?? Buffer.allocUnsafe(BATCH_BYTES);
-const returnBatch = (b: Buffer): void => {
-  if (sparePool.length < 16) sparePool.push(b);
-};
+const BATCH_BYTES = POOL_BUFFER_BYTES;
+/**
+ * Base64 text is decoded through a string, in slices this long: a string under V8's large
+ * object size dies young and costs a scavenge, where 1 MiB strings would pile up for full GCs.
+ */
+const TEXT_SLICE = 64 * 1024;
 
 function hasControlChar(buf: Buffer, start: number, end: number): boolean {
   for (let i = start; i < end; i++) if (buf[i]! < 0x20) return true;
@@ -61,7 +60,7 @@ class Base64Decoder {
   private readonly carry = Buffer.alloc(4);
   private carryLength = 0;
   private padding = -1;
-  private batch: Buffer | null = takeBatch();
+  private batch: Buffer | null = takeBuffer();
   private used = 0;
 
   constructor(private readonly writer: PartWriter) {}
@@ -91,7 +90,7 @@ class Base64Decoder {
     }
     const whole = pos + (dataEnd - pos) - ((dataEnd - pos) % 4);
     while (pos < whole) {
-      const next = Math.min(whole, pos + (BATCH_BYTES / 3) * 4 - 4);
+      const next = Math.min(whole, pos + TEXT_SLICE);
       await this.decode(buf, pos, next);
       if (this.invalid) return this.fail(buf, start, end);
       pos = next;
@@ -142,7 +141,7 @@ class Base64Decoder {
   }
 
   release(): void {
-    if (this.batch) returnBatch(this.batch);
+    if (this.batch) giveBack(this.batch);
     this.batch = null;
   }
 }

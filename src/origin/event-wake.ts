@@ -4,7 +4,7 @@
  * changes (see edge-hub.ts); on PostgreSQL a LISTEN on a connection of its own wakes it at
  * once as well. The embedded SQLite store has no notifications: polling alone.
  */
-import pg from 'pg';
+import type pg from 'pg';
 
 /** NOTIFY'd, with the sequence number, in the transaction that appends an event. */
 export const EVENTS_CHANNEL = 'coffer_events';
@@ -46,7 +46,10 @@ export class PgListenWake implements EventWake {
 
   private async connect(): Promise<void> {
     if (this.closed) return;
-    const client = new pg.Client({ connectionString: this.url, application_name: 'coffer-listen' });
+    // Loaded here: an origin on the embedded store never needs pg in memory.
+    const { Client } = (await import('pg')).default;
+    if (this.closed) return;
+    const client = new Client({ connectionString: this.url, application_name: 'coffer-listen' });
     this.client = client;
     let failed = false;
     const fail = (err: unknown) => {

@@ -61,6 +61,9 @@ export interface DeleteFileResponse {
   deleted: true;
 }
 
+/** How parts go on the wire: `raw` bytes (the default) or base64 in `json` (servers before raw parts). */
+export type PartEncoding = 'raw' | 'json';
+
 /** The four values that name an open upload's parts. */
 export interface PartTarget {
   fileId: string;
@@ -132,6 +135,8 @@ export class CofferClient {
   private readonly opts: ClientOptions;
   private readonly retry: Required<RetryOptions>;
   private readonly fetchFn: typeof fetch;
+  /** Set once the server refused a raw part with 415: this client sends parts as JSON from then on. */
+  private rawPartsRefused = false;
 
   constructor(opts: ClientOptions) {
     this.opts = opts;
@@ -140,10 +145,10 @@ export class CofferClient {
     this.fetchFn = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
   }
 
-  private headers(json: boolean): Record<string, string> {
+  private headers(contentType: string | null): Record<string, string> {
     const extra = typeof this.opts.headers === 'function' ? this.opts.headers() : this.opts.headers;
     const h: Record<string, string> = { ...extra };
-    if (json) h['content-type'] = 'application/json';
+    if (contentType) h['content-type'] = contentType;
     if (this.opts.accessKey) h.authorization = `Bearer ${this.opts.accessKey}`;
     else if (this.opts.grant) h.authorization = `Grant ${this.opts.grant}`;
     return h;
@@ -158,7 +163,7 @@ export class CofferClient {
     return this.send<T>(path, JSON.stringify(body), opts);
   }
 
-  private async send<T>(path: string, payload: string | Uint8Array<ArrayBuffer>, opts: CallOptions & { idempotent?: boolean }): Promise<T> {
+  private async send<T>(path: string, payload: string | Uint8Array<ArrayBuffer>, opts: CallOptions & { idempotent?: boolean; contentType?: string }): Promise<T> {
     const retry = retrySettings(opts.retry, this.retry);
     const url = this.url + path;
     for (let attempt = 1; ; attempt++) {
@@ -166,7 +171,7 @@ export class CofferClient {
       let error: CofferError;
       try {
         res = await this.fetchFn(url, {
-          method: 'POST', headers: this.headers(true), body: payload, signal: opts.signal,
+          method: 'POST', headers: this.headers(opts.contentType ?? 'application/json'), body: payload, signal: opts.signal,
           ...(this.opts.credentials ? { credentials: this.opts.credentials } : {}),
         });
         if (res.ok) return await jsonFrom<T>(res);
@@ -203,6 +208,32 @@ export class CofferClient {
     body[end] = 0x22; // "
     body[end + 1] = 0x7d; // }
     return this.send('/collections/upload/file-progress', body, { ...opts, idempotent: true });
+  }
+  /**
+   * One chunk as raw bytes (contract §9): the four session values and the part number go in
+   * the query string, the bytes are the body as they are. A third fewer bytes than the JSON
+   * form and nothing to encode. A server older than raw parts answers 415.
+   */
+  uploadPartRaw(session: PartTarget, partNumber: number, bytes: Uint8Array, opts?: CallOptions): Promise<UploadPartResponse> {
+    const query = new URLSearchParams({ bucket: session.bucket, key: session.key, uploadId: session.uploadId, fileId: session.fileId, partNumber: String(partNumber) });
+    return this.send(`/collections/upload/file-progress?${query}`, bytes as Uint8Array<ArrayBuffer>, { ...opts, idempotent: true, contentType: 'application/octet-stream' });
+  }
+  /**
+   * One chunk in the encoding asked for: raw unless `encoding` is `'json'`. A raw part the
+   * server refuses with 415 (a server older than raw parts) is sent again as JSON, and so
+   * is every later part through this client.
+   */
+  async sendPart(session: PartTarget, partNumber: number, bytes: Uint8Array, opts: CallOptions & { encoding?: PartEncoding } = {}): Promise<UploadPartResponse> {
+    const { encoding, ...callOpts } = opts;
+    if (encoding !== 'json' && !this.rawPartsRefused) {
+      try {
+        return await this.uploadPartRaw(session, partNumber, bytes, callOpts);
+      } catch (err) {
+        if (!(err instanceof CofferError) || err.status !== 415) throw err;
+        this.rawPartsRefused = true;
+      }
+    }
+    return this.uploadPartBytes(session, partNumber, bytes, callOpts);
   }
   completeUpload(fileId: string, opts?: CallOptions): Promise<FileRecord> {
     return this.call('/collections/upload/complete-upload', { file_id: fileId }, { ...opts, idempotent: true });
@@ -323,7 +354,7 @@ export class CofferClient {
     const url = `${this.url}/healthz`;
     try {
       const res = await this.fetchFn(url, {
-        headers: this.headers(false), signal: opts.signal,
+        headers: this.headers(null), signal: opts.signal,
         ...(this.opts.credentials ? { credentials: this.opts.credentials } : {}),
       });
       if (!res.ok) throw await errorFrom(res);

@@ -3,7 +3,7 @@
  * nothing here imports Node modules (Node helpers live in `coffer/sdk/node`).
  */
 export { CofferClient, createClient } from './client.js';
-export type { AbortUploadResponse, CallOptions, ClientOptions, DeleteFileResponse, RetryInfo } from './client.js';
+export type { AbortUploadResponse, CallOptions, ClientOptions, DeleteFileResponse, PartEncoding, PartTarget, RetryInfo } from './client.js';
 export { Limiter, uploadFile } from './upload.js';
 export type { ResumeHandle, UploadOptions, UploadProgress, UploadSource } from './upload.js';
 export { signLink } from './sign.js';

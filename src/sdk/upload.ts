@@ -9,7 +9,7 @@ import { CofferError } from '../core/errors.js';
 import { fileTypeFor } from '../core/file-types.js';
 import type { FileType } from '../core/records.js';
 import { CHUNK_SIZE, partCount } from '../core/upload.js';
-import type { CofferClient } from './client.js';
+import type { CofferClient, PartEncoding } from './client.js';
 import type { RetryOptions } from './retry.js';
 
 /** What can be uploaded: a Blob or File (Node's `fs.openAsBlob` gives one without reading the file), or bytes. */
@@ -64,6 +64,11 @@ export interface UploadOptions {
   signal?: AbortSignal;
   /** Retries for each part and for completion (default: the client's). */
   retry?: RetryOptions;
+  /**
+   * `raw` (default): each part's bytes as the body. `json`: base64 in a JSON body, the form
+   * every Coffer server takes. A server that refuses raw parts (415) gets JSON automatically.
+   */
+  partEncoding?: PartEncoding;
 }
 
 /** A bound on concurrent work, shared across uploads. */
@@ -118,6 +123,8 @@ export async function uploadFile(client: CofferClient, source: UploadSource, opt
   const name = opts.name ?? (typeof (source as File).name === 'string' ? (source as File).name : undefined);
   if (name === undefined) throw usage('uploadFile needs a name: pass { name } or a File.');
   const concurrency = opts.concurrency ?? 4;
+  const partEncoding = opts.partEncoding ?? 'raw';
+  if (partEncoding !== 'raw' && partEncoding !== 'json') throw usage('"partEncoding" must be "raw" or "json".');
   if (!Number.isInteger(concurrency) || concurrency < 1) throw usage('"concurrency" must be a whole number of at least 1.');
   const signal = opts.signal;
   signal?.throwIfAborted();
@@ -184,7 +191,7 @@ export async function uploadFile(client: CofferClient, source: UploadSource, opt
   const sendPart = async (n: number, partSignal: AbortSignal | undefined) => {
     const start = (n - 1) * chunkSize;
     const bytes = new Uint8Array(await blob.slice(start, start + partSize(n)).arrayBuffer());
-    await client.uploadPartBytes(s, n, bytes, { ...(partSignal ? { signal: partSignal } : {}), ...(opts.retry ? { retry: opts.retry } : {}) });
+    await client.sendPart(s, n, bytes, { encoding: partEncoding, ...(partSignal ? { signal: partSignal } : {}), ...(opts.retry ? { retry: opts.retry } : {}) });
     loaded = Math.min(blob.size, loaded + bytes.length);
     partsDone = Math.min(count, partsDone + 1);
     report();

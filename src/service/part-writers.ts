@@ -5,6 +5,10 @@
  * which part it is.
  */
 import type { PartWriter } from '../core/ports.js';
+import { POOL_BUFFER_BYTES, giveBack, takeBuffer } from '../core/buffer-pool.js';
+
+/** The held bytes are copied into pooled slabs, not fresh allocations. */
+const SLAB_BYTES = POOL_BUFFER_BYTES;
 
 /**
  * Keeps the decoded bytes in memory (once: each chunk is copied, as the caller reuses its
@@ -13,29 +17,43 @@ import type { PartWriter } from '../core/ports.js';
  */
 export class BufferedPartWriter implements PartWriter {
   bytesWritten = 0;
-  private chunks: Buffer[] = [];
+  private slabs: Buffer[] = [];
+  /** Bytes used in the last slab. */
+  private used = SLAB_BYTES;
 
   async write(chunk: Buffer): Promise<void> {
-    this.chunks.push(Buffer.from(chunk));
+    let pos = 0;
+    while (pos < chunk.length) {
+      if (this.used === SLAB_BYTES) {
+        this.slabs.push(takeBuffer());
+        this.used = 0;
+      }
+      const n = chunk.copy(this.slabs[this.slabs.length - 1]!, this.used, pos);
+      this.used += n;
+      pos += n;
+    }
     this.bytesWritten += chunk.length;
   }
 
-  /** Writes everything held to `target`, letting go of each chunk once it is written. */
+  /** Writes everything held to `target`; the slabs go back to the pool once written. */
   async replayInto(target: PartWriter): Promise<void> {
-    const chunks = this.chunks;
-    this.chunks = [];
-    for (let i = 0; i < chunks.length; i++) {
-      await target.write(chunks[i]!);
-      chunks[i] = EMPTY;
+    const slabs = this.slabs;
+    const lastUsed = this.used;
+    this.slabs = [];
+    this.used = SLAB_BYTES;
+    try {
+      for (let i = 0; i < slabs.length; i++) await target.write(i === slabs.length - 1 ? slabs[i]!.subarray(0, lastUsed) : slabs[i]!);
+    } finally {
+      giveBack(...slabs);
     }
   }
 
   async discard(): Promise<void> {
-    this.chunks = [];
+    giveBack(...this.slabs);
+    this.slabs = [];
+    this.used = SLAB_BYTES;
   }
 }
-
-const EMPTY = Buffer.alloc(0);
 
 /**
  * Counts the bytes of a chunk that names no open upload or no valid part, and keeps none:

@@ -25,7 +25,8 @@ import { startPlayground, type Playground } from './harness.js';
 
 const MiB = 1024 * 1024;
 const PART = '/collections/upload/file-progress';
-const PART_GLOB = '**/collections/upload/file-progress';
+/** Part requests in either form: a raw part carries its fields in the query string. */
+const PART_GLOB = (url: URL): boolean => url.pathname === PART;
 /** The file manager's hidden file input, and the element a drop lands on (the folder's contents). */
 const FILE_INPUT = 'input[type="file"]';
 const DROP_TARGET = 'main';
@@ -68,18 +69,22 @@ async function pageInNewFolder(name: string): Promise<{ page: Page; folderId: st
   return { page, folderId: folder.folder_id };
 }
 
-/** The part number a part request carries: the SDK writes the session fields and the number before the chunk. */
+/** The part number a part request carries: in the query string of a raw part, else before the chunk in the JSON. */
 function partNumberOf(request: Request): number | null {
+  const inQuery = new URL(request.url()).searchParams.get('partNumber');
+  if (inQuery !== null) return Number(inQuery);
   const head = request.postDataBuffer()?.subarray(0, 1024).toString('latin1') ?? '';
   const m = /"partNumber":(\d+)/.exec(head);
   return m ? Number(m[1]) : null;
 }
 
 /** Every part request the page (or a worker of it) makes, in order. */
-function recordParts(page: Page): Array<{ n: number | null; at: number }> {
-  const seen: Array<{ n: number | null; at: number }> = [];
+function recordParts(page: Page): Array<{ n: number | null; at: number; raw: boolean }> {
+  const seen: Array<{ n: number | null; at: number; raw: boolean }> = [];
   page.on('request', (r) => {
-    if (r.method() === 'POST' && new URL(r.url()).pathname === PART) seen.push({ n: partNumberOf(r), at: Date.now() });
+    if (r.method() === 'POST' && new URL(r.url()).pathname === PART) {
+      seen.push({ n: partNumberOf(r), at: Date.now(), raw: /^application\/octet-stream/.test(r.headers()['content-type'] ?? '') });
+    }
   });
   return seen;
 }
@@ -177,8 +182,9 @@ describe('Playground uploads', () => {
     expect(seen.at(-1)).toBe(100);
     await expect.poll(() => panelItem(page, name).locator('.upl-status-text').textContent(), WAIT).toBe('Done');
 
-    // (a) a worker sent every chunk; the page sent none.
+    // (a) a worker sent every chunk, as raw bytes; the page sent none.
     expect(parts.map((p) => p.n).sort()).toEqual([1, 2, 3, 4]);
+    expect(parts.every((p) => p.raw), JSON.stringify(parts)).toBe(true);
     const timelines = await partTimelines(page);
     expect(timelines.workers).toBeGreaterThan(0);
     expect(timelines).toMatchObject({ inPage: 0, inWorkers: parts.length });

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CofferClient, type FileRecord, type FolderRecord, type ListResponse } from '../../src/sdk/index.js';
 import { CLI, spawnCoffer, type CofferProcess } from '../helpers/processes.js';
+import { startOldServer } from '../helpers/old-server.js';
 
 const KEY = 'cli-client-test-key';
 const SECRET = 'cli-client-test-secret';
@@ -691,6 +692,8 @@ describe('failures and help', () => {
  */
 class PartProxy {
   forwarded: number[] = [];
+  /** How each forwarded part went: raw bytes or JSON. */
+  encodings: Array<'raw' | 'json'> = [];
   holdPart: number | null = null;
   held!: Promise<number>;
   private onHeld!: (n: number) => void;
@@ -718,13 +721,16 @@ class PartProxy {
       return;
     }
     const body = Buffer.concat(chunks);
-    if (req.url === '/collections/upload/file-progress') {
-      const part = Number(/"partNumber":(\d+)/.exec(body.subarray(0, 4096).toString())?.[1]);
+    const url = new URL(req.url!, 'http://proxy');
+    if (url.pathname === '/collections/upload/file-progress') {
+      const inQuery = url.searchParams.get('partNumber');
+      const part = Number(inQuery ?? /"partNumber":(\d+)/.exec(body.subarray(0, 4096).toString())?.[1]);
       if (part === this.holdPart) {
         this.onHeld(part);
         return; // never answered: the client gives up when it is interrupted
       }
       this.forwarded.push(part);
+      this.encodings.push(inQuery !== null ? 'raw' : 'json');
     }
     try {
       const upstream = await fetch(target + req.url, {
@@ -797,6 +803,38 @@ describe('coffer upload, interrupted and run again', () => {
     } finally {
       await proxy.close();
     }
+  });
+});
+
+describe('coffer upload: how parts travel (contract §9)', () => {
+  it('sends raw parts by default, JSON with --compat, and JSON to a server that answers raw parts 415', async () => {
+    const work = await dir('encodings');
+    const bytes = randomBytes(2 * 5 * MiB + 99);
+    await writeFile(join(work, 'enc.bin'), bytes);
+    const proxy = await PartProxy.start(origin);
+    try {
+      for (const [flags, encoding] of [[[], 'raw'], [['--compat'], 'json']] as const) {
+        proxy.encodings = [];
+        proxy.forwarded = [];
+        const r = await ok(['upload', 'enc.bin', ...flags], { cwd: work, env: { COFFER_URL: proxy.url } });
+        expect(proxy.forwarded.sort()).toEqual([1, 2, 3]);
+        expect(new Set(proxy.encodings), flags.join(' ')).toEqual(new Set([encoding]));
+        expect(await sdk.getFile(r.stdout.split('\t')[0]!)).toMatchObject({ status: 'ready', sha256: sha256(bytes) });
+      }
+    } finally {
+      await proxy.close();
+    }
+    const old = await startOldServer(origin);
+    try {
+      const r = await ok(['upload', 'enc.bin', '--concurrency', '1'], { cwd: work, env: { COFFER_URL: old.url } });
+      expect(old.refused).toEqual([1]);
+      expect(old.forwarded.sort()).toEqual([1, 2, 3]);
+      expect(await sdk.getFile(r.stdout.split('\t')[0]!)).toMatchObject({ status: 'ready', sha256: sha256(bytes) });
+    } finally {
+      await old.close();
+    }
+    const help = await ok(['upload', '--help']);
+    expect(help.stdout).toMatch(/--compat\s+send parts as base64 in JSON/);
   });
 });
 

@@ -1,8 +1,11 @@
 /**
  * Crash safety (contract §4, complete-upload): an origin killed with SIGKILL at any
- * moment leaves every upload either still open and resumable, or ready and whole.
+ * moment leaves every upload either still open and resumable, or ready and whole. Parts
+ * go in both forms (contract §9), chosen at random for each send: base64 in JSON, or raw.
  * Runs the built CLI (`dist/cli/main.js origin`) as a child process on one data dir,
- * kills it at random moments while uploads run, and restarts it each time.
+ * kills it at random moments while uploads run, and restarts it each time. In the
+ * `postgres-s3` project the origin keeps its metadata in a fresh PostgreSQL database and its
+ * bytes in a fresh bucket on s3rver, which outlive every kill like the data dir does.
  *
  * The machine may be shared: an origin stopped by a signal this test did not send is
  * restarted like a killed one and counted (stats.outsideStops), not mistaken for a bug;
@@ -16,7 +19,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readStoredObject } from '../helpers/stored-object.js';
+import { TEST_BLOBS_S3, TEST_METADATA_POSTGRES, createTestBucket } from '../helpers/origin.js';
+import { createDatabase } from '../helpers/postgres.js';
+import { readStoredObject, type StoreOf } from '../helpers/stored-object.js';
 
 const C = 5 * 1024 * 1024;
 const MAIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../dist/cli/main.js');
@@ -28,6 +33,8 @@ const UPLOADS_PER_ROUND = 4;
 /** The whole scenario must be over by then; the test fails with the state it reached. */
 const DEADLINE_MS = 50_000;
 const REQUEST_TIMEOUT_MS = 15_000;
+/** An origin on PostgreSQL migrates its schema first; a busy machine needs the margin. */
+const START_TIMEOUT_MS = 30_000;
 
 const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -77,10 +84,10 @@ const children: ChildProcess[] = [];
 const childLogs: string[] = [];
 
 /** Starts an origin; `onExit` is told when it exits after it was ready and not by killServer. */
-function startChild(dataDir: string, gen: number, onExit: (s: Server, code: number | null, signal: string | null) => void): Promise<Server> {
+function startChild(dataDir: string, storageEnv: Record<string, string>, gen: number, onExit: (s: Server, code: number | null, signal: string | null) => void): Promise<Server> {
   const child = spawn(process.execPath, [MAIN, 'origin'], {
     env: {
-      ...process.env,
+      ...process.env, ...storageEnv,
       COFFER_HOST: '127.0.0.1', COFFER_PORT: '0', COFFER_DATA_DIR: dataDir, COFFER_ACCESS_KEY: KEY, COFFER_SIGNING_SECRET: SECRET,
       COFFER_CDN_URL: 'http://cdn.test', COFFER_RATE_LIMIT: '100000', COFFER_LOG_LEVEL: 'warn',
     },
@@ -92,7 +99,7 @@ function startChild(dataDir: string, gen: number, onExit: (s: Server, code: numb
     let out = '';
     let stderr = '';
     let server: Server | null = null;
-    const timer = setTimeout(() => reject(new Error(`origin #${gen} did not print its URL within 15 s; output:\n${out}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`origin #${gen} did not print its URL within ${START_TIMEOUT_MS / 1000} s; output:\n${out}`)), START_TIMEOUT_MS);
     const onData = (data: Buffer) => {
       out += data.toString();
       childLogs.push(`[#${gen}] ${data.toString().trimEnd()}`);
@@ -140,7 +147,7 @@ function killChild(child: ChildProcess): Promise<void> {
   });
 }
 
-async function post(server: Server, path: string, body: unknown): Promise<{ status: number; body: any }> {
+async function post(server: Server, path: string, body: unknown, raw?: Buffer): Promise<{ status: number; body: any }> {
   // Never talk to a killed origin's address: another process may listen there by now.
   if (server.dead) throw new ConnectionError(`${path}: origin #${server.gen} was killed`);
   let res: Response;
@@ -148,8 +155,8 @@ async function post(server: Server, path: string, body: unknown): Promise<{ stat
   try {
     res = await fetch(server.url + path, {
       method: 'POST',
-      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': raw ? 'application/octet-stream' : 'application/json' },
+      body: raw ? new Uint8Array(raw) : JSON.stringify(body),
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
     text = await res.text();
@@ -182,12 +189,19 @@ function shuffle<T>(items: T[]): T[] {
 
 describe('crash safety of uploads (SIGKILL of the origin process)', () => {
   let dataDir = '';
+  /** COFFER_DATABASE_URL and COFFER_BLOB_STORE in the postgres-s3 project; nothing on embedded storage. */
+  const storageEnv: Record<string, string> = {};
+  /** Where the stored objects are read from, behind the origin's back. */
+  let store: StoreOf = { dataDir: '' };
 
   beforeAll(async () => {
     if (!existsSync(MAIN)) {
       throw new Error(`${MAIN} is missing: build first with \`npm run build\` (\`npm test\` does it before vitest).`);
     }
     dataDir = await mkdtemp(join(tmpdir(), 'coffer-crash-'));
+    if (TEST_METADATA_POSTGRES) storageEnv.COFFER_DATABASE_URL = await createDatabase();
+    if (TEST_BLOBS_S3) storageEnv.COFFER_BLOB_STORE = await createTestBucket();
+    store = { dataDir, ...(storageEnv.COFFER_BLOB_STORE ? { blobStore: storageEnv.COFFER_BLOB_STORE } : {}) };
   });
 
   afterAll(async () => {
@@ -202,7 +216,7 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
     const wrongUploads = new Set<Upload>();
     /** What the stored object of a wrong upload is made of, part by part. */
     async function diagnose(u: Upload): Promise<string> {
-      const stored = await readStoredObject(dataDir, u.session!.fileId).catch((err: Error) => err);
+      const stored = await readStoredObject(store, u.session!.fileId).catch((err: Error) => err);
       if (stored instanceof Error) return `upload ${u.index}: object unreadable: ${stored.message}`;
       const parts = range(u.partCount).map((n) => {
         const h = sha256(stored.subarray((n - 1) * C, n * C));
@@ -215,7 +229,7 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
     const fail = (msg: string) => { failures.push(msg); };
     const stats = {
       kills: 0, killedDuringComplete: 0, connectionErrors: 0, resumedAfterKill: 0, readyBeforeLastKill: 0, uploadingAtRestart: 0,
-      garbageSends: 0, resends: 0, outsideStops: 0,
+      garbageSends: 0, resends: 0, outsideStops: 0, rawSends: 0, jsonSends: 0,
     };
 
     // ---- the origin: started, killed and restarted here only -------------------------
@@ -235,7 +249,7 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
     async function startOrigin(): Promise<Server> {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await startChild(dataDir, gen++, onExit);
+          return await startChild(dataDir, storageEnv, gen++, onExit);
         } catch (err) {
           if (!(err instanceof OutsideStop) || attempt >= 3) throw err;
           stats.outsideStops++;
@@ -309,7 +323,15 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
 
     async function sendPart(s: Server, u: Upload, n: number, bytes: Buffer): Promise<void> {
       const sess = u.session!;
-      const r = await post(s, '/collections/upload/file-progress', { ...sess, partNumber: n, body: bytes.toString('base64') });
+      let r: { status: number; body: any };
+      if (randomInt(2) === 0) {
+        stats.rawSends++;
+        const query = new URLSearchParams({ ...sess, partNumber: String(n) });
+        r = await post(s, `/collections/upload/file-progress?${query}`, null, bytes);
+      } else {
+        stats.jsonSends++;
+        r = await post(s, '/collections/upload/file-progress', { ...sess, partNumber: n, body: bytes.toString('base64') });
+      }
       if (r.status !== 200) throw new Error(`part ${n} of upload ${u.index}: ${r.status} ${JSON.stringify(r.body)}`);
     }
 
@@ -398,7 +420,7 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
         if (a === 'ready' && b !== 'ready') fail(`upload ${u.index}: status said ready, then file/get said ${b}`);
         // A file the restarted origin calls ready has its whole bytes in place.
         if (a === 'ready' && !u.checkedOnDisk) {
-          const onDisk = await readStoredObject(dataDir, u.session!.fileId).catch((err: Error) => err);
+          const onDisk = await readStoredObject(store, u.session!.fileId).catch((err: Error) => err);
           if (onDisk instanceof Error) fail(`upload ${u.index} is ready but its object cannot be read: ${onDisk.message}`);
           else if (sha256(onDisk) !== u.sha) fail(`upload ${u.index} is ready but its ${onDisk.length} bytes on disk are not the bytes sent`);
           else u.checkedOnDisk = true;
@@ -434,6 +456,8 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
     expect(uploads.every((u) => u.done), report()).toBe(true);
     // At least one kill landed while uploads were under way (not only between them).
     expect(stats.connectionErrors, report()).toBeGreaterThan(0);
+    expect(stats.rawSends, report()).toBeGreaterThan(0);
+    expect(stats.jsonSends, report()).toBeGreaterThan(0);
 
     // One more kill and restart with everything complete: all of it must have lasted.
     await restart();
@@ -446,8 +470,7 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
       expect(got.body.sha256).toBe(u.sha);
       const st = await post(server, '/collections/upload/status', { file_id: u.session!.fileId });
       expect(st.body).toMatchObject({ status: 'ready', missing: [] });
-      // The embedded blob layout: the object is a file named by the id.
-      const onDisk = await readStoredObject(dataDir, u.session!.fileId);
+      const onDisk = await readStoredObject(store, u.session!.fileId);
       expect(onDisk.length).toBe(u.bytes.length);
       expect(sha256(onDisk), `bytes on disk of upload ${u.index}`).toBe(u.sha);
     }

@@ -20,6 +20,7 @@ import { fileFromPath } from '../../src/sdk/node.js';
 import { loadConfig } from '../../src/config/config.js';
 import { startEdge, type RunningEdge } from '../../src/edge/server.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
+import { startOldServer } from '../helpers/old-server.js';
 
 const CDN = 'http://cdn.test';
 const MiB = 1024 * 1024;
@@ -35,6 +36,8 @@ interface Sent {
   path: string;
   /** The partNumber of an upload part, else null. */
   part: number | null;
+  /** How an upload part went: raw bytes with the fields in the query, or JSON; null for other calls. */
+  encoding: 'raw' | 'json' | null;
   /** The parsed JSON body, for calls other than parts (whose bodies are megabytes). */
   body: any;
 }
@@ -42,15 +45,17 @@ interface Sent {
 type Handler = (sent: Sent, real: () => Promise<Response>, init: RequestInit | undefined) => Promise<Response>;
 
 /** A fetch that records every request and lets `handler` answer, fail or delay it. */
-function tap(handler?: Handler): { fetch: typeof fetch; sent: Sent[]; parts: () => number[]; count: (path: string) => number } {
+function tap(handler?: Handler): { fetch: typeof fetch; sent: Sent[]; parts: () => number[]; encodings: () => Set<string>; count: (path: string) => number } {
   const sent: Sent[] = [];
   const wrapped: typeof fetch = async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
-    // Parts are sent as bytes; only their head (the session fields and partNumber) is read.
+    // A raw part names itself in the query; a JSON part in its head (the session fields and partNumber).
+    const inQuery = url.searchParams.get('partNumber');
     const raw = init?.body;
-    const text = typeof raw === 'string' ? raw : raw instanceof Uint8Array ? new TextDecoder().decode(raw.subarray(0, 400)) : '';
+    const text = inQuery !== null ? '' : typeof raw === 'string' ? raw : raw instanceof Uint8Array ? new TextDecoder().decode(raw.subarray(0, 400)) : '';
     const m = /"partNumber":(\d+)/.exec(text);
-    const s: Sent = { path: url.pathname, part: m ? Number(m[1]) : null, body: !m && text ? JSON.parse(text) : null };
+    const part = inQuery !== null ? Number(inQuery) : m ? Number(m[1]) : null;
+    const s: Sent = { path: url.pathname, part, encoding: inQuery !== null ? 'raw' : m ? 'json' : null, body: part === null && text ? JSON.parse(text) : null };
     sent.push(s);
     const real = () => fetch(input, init);
     return handler ? handler(s, real, init) : real();
@@ -59,6 +64,7 @@ function tap(handler?: Handler): { fetch: typeof fetch; sent: Sent[]; parts: () 
     fetch: wrapped,
     sent,
     parts: () => sent.filter((s) => s.part !== null).map((s) => s.part!),
+    encodings: () => new Set(sent.filter((s) => s.encoding !== null).map((s) => s.encoding!)),
     count: (path) => sent.filter((s) => s.path === path).length,
   };
 }
@@ -686,6 +692,45 @@ describe('uploadFile', () => {
     }
     expect(await c.uploadStatus(s.fileId)).toMatchObject({ status: 'uploading', received: [2], missing: [1] });
     await c.abortUpload(s.fileId);
+  });
+
+  it('sends raw parts by default and JSON parts with partEncoding: "json"; both store the bytes', async () => {
+    const bytes = randomBytes(2 * CHUNK_SIZE + 77);
+    const raw = tap();
+    const a = await client({ fetch: raw.fetch }).uploadFile(bytes, { name: 'raw.bin' });
+    expect(raw.encodings()).toEqual(new Set(['raw']));
+    expect(raw.parts().sort()).toEqual([1, 2, 3]);
+    const json = tap();
+    const b = await client({ fetch: json.fetch }).uploadFile(bytes, { name: 'json.bin', partEncoding: 'json' });
+    expect(json.encodings()).toEqual(new Set(['json']));
+    expect(json.parts().sort()).toEqual([1, 2, 3]);
+    for (const rec of [a, b]) expect(rec).toMatchObject({ status: 'ready', size: bytes.length, sha256: sha256(bytes) });
+    await failure(client().uploadFile(bytes, { name: 'x.bin', partEncoding: 'base64' as 'json' }), 0, 'invalid_argument');
+  });
+
+  it('falls back to JSON when a server older than raw parts answers 415, and keeps to JSON on that client', async () => {
+    const old = await startOldServer(o.url);
+    try {
+      const c = client({ url: old.url });
+      const bytes = randomBytes(3 * CHUNK_SIZE + 5);
+      const rec = await c.uploadFile(bytes, { name: 'old-server.bin', concurrency: 1 });
+      expect(rec).toMatchObject({ status: 'ready', size: bytes.length, sha256: sha256(bytes) });
+      // One raw part was refused; it and every later part went as JSON.
+      expect(old.refused).toEqual([1]);
+      expect(old.forwarded.sort()).toEqual([1, 2, 3, 4]);
+      // The next upload through the same client does not try raw again.
+      const more = randomBytes(100);
+      expect((await c.uploadFile(more, { name: 'old-server-2.bin' })).sha256).toBe(sha256(more));
+      expect(old.refused).toEqual([1]);
+      // With four parts in flight, each one refused is sent again as JSON.
+      const fresh = client({ url: old.url });
+      const rec4 = await fresh.uploadFile(bytes, { name: 'old-server-4.bin', concurrency: 4 });
+      expect(rec4.sha256).toBe(sha256(bytes));
+      expect(old.refused.length).toBeGreaterThan(1);
+      expect(old.refused.length).toBeLessThanOrEqual(5);
+    } finally {
+      await old.close();
+    }
   });
 
   it('a shared Limiter(2) keeps at most 2 part requests in flight across 4 uploads', async () => {

@@ -44,6 +44,15 @@ describe('CORS of the upload calls', () => {
     expect(started.headers.get('access-control-allow-origin')).toBe('*');
     expect(started.headers.get('access-control-expose-headers')).toMatch(/Retry-After/);
 
+    // A raw part (contract §9), its fields in the query string, is answered to the other site too.
+    const s = started.body as { fileId: string; bucket: string; key: string; uploadId: string };
+    const query = new URLSearchParams({ bucket: s.bucket, key: s.key, uploadId: s.uploadId, fileId: s.fileId, partNumber: '1' });
+    const raw = await fetch(`${o.url}/collections/upload/file-progress?${query}`, {
+      method: 'POST', headers: { authorization: `Grant ${grant}`, origin: SITE, 'content-type': 'application/octet-stream' }, body: 'abc',
+    });
+    expect(raw.status, await raw.clone().text()).toBe(200);
+    expect(raw.headers.get('access-control-allow-origin')).toBe('*');
+
     const tooBig = await o.post('/collections/upload/file', { name: 'b.txt', visibility: 'Public', size: 101, file_type: 'document' }, withGrant);
     expectError(tooBig, 413, 'file_too_large');
     expect(tooBig.headers.get('access-control-allow-origin')).toBe('*');

@@ -1,12 +1,13 @@
 /**
  * The Playground's upload queue. The page only keeps the list: every upload runs in a
- * Web Worker (upload-worker.ts) that reads, encodes and sends the chunks, so the page
- * stays responsive however large the files are.
+ * Web Worker (upload-worker.ts) that reads and sends the chunks, so the page stays
+ * responsive however large the files are.
  *
  * Workers: a pool of at most MAX_FILES dedicated workers, each running one file at a time
  * with 4 parts in flight (so at most 2 × 4 part requests at once). One worker per running
- * file rather than one for all: base64-encoding 5 MiB parts is CPU work, and two workers
- * use two cores for it; a file's failure or a crash of its worker touches no other file.
+ * file rather than one for all: reading 5 MiB parts (and base64-encoding them for a server
+ * without raw parts) is work, and two workers use two cores for it; a file's failure or a
+ * crash of its worker touches no other file.
  * Workers are reused for the next file in the queue, and ended after a minute idle.
  */
 import type { FileRecord } from '../../../src/sdk/index.js';

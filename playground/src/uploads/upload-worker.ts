@@ -1,6 +1,6 @@
 /**
- * The upload worker: every byte of an upload is read, encoded and sent here, never on the
- * page. It runs the SDK's uploader (parts in parallel, retries with backoff for network
+ * The upload worker: every byte of an upload is read and sent here, never on the page.
+ * It runs the SDK's uploader (raw parts, JSON for a server without them; parts in parallel, retries with backoff for network
  * errors, 5xx and 429 and never for other 4xx, resume from the upload's status) against
  * the page's own origin with the session cookie and the CSRF header, keeps each open
  * upload's resume handle in IndexedDB, and reports progress about ten times a second.
@@ -62,8 +62,9 @@ async function run(msg: Extract<ToWorker, { type: 'start' }>): Promise<void> {
   let opened = false;
   let started = false;
 
-  // Progress: bytes of acknowledged parts plus the bytes of parts still going out (base64
-  // is 4/3 of the bytes it carries). Shown never to go back, even when a part is re-sent.
+  // Progress: bytes of acknowledged parts plus the bytes of parts still going out (a raw
+  // part is its bytes; a JSON part's base64 is 4/3 of them). Shown never to go back, even
+  // when a part is re-sent.
   let acked = 0;
   let shown = 0;
   let lastPost = 0;
@@ -97,9 +98,11 @@ async function run(msg: Extract<ToWorker, { type: 'start' }>): Promise<void> {
     credentials: 'same-origin',
     headers: (): Record<string, string> => (msg.csrf ? { 'x-csrf-token': msg.csrf } : {}),
     fetch: xhrFetch((request, sent, _total, done) => {
-      if (!request.url.endsWith(PART_PATH)) return;
+      // A raw part names itself in the query string; a JSON part has the bare path.
+      const raw = request.url.includes(`${PART_PATH}?`);
+      if (!raw && !request.url.endsWith(PART_PATH)) return;
       if (done) inFlight.delete(request);
-      else inFlight.set(request, Math.min(CHUNK_SIZE, Math.floor((Math.max(0, sent - 256) * 3) / 4)));
+      else inFlight.set(request, Math.min(CHUNK_SIZE, raw ? sent : Math.floor((Math.max(0, sent - 256) * 3) / 4)));
       update();
     }),
   });

@@ -28,6 +28,7 @@ import * as fileRoutes from './routes/files.js';
 import * as accessRoutes from './routes/access.js';
 import * as webhookRoutes from './routes/webhooks.js';
 import type { OriginMetrics } from './metrics.js';
+import { registerTus } from './tus/index.js';
 
 export const JSON_BODY_LIMIT = 64 * 1024;
 export const CHUNK_BODY_LIMIT = 8 * 1024 * 1024;
@@ -36,6 +37,8 @@ export interface OriginAppOptions {
   service: CofferService;
   accessKey: string;
   baseUrl: string;
+  /** The public address as it is at each request (known only after listening when the port was 0); `baseUrl` by default. */
+  currentBaseUrl?: () => string;
   rateLimit: number;
   /** The process's metrics; GET /metrics is served when given. */
   metrics?: OriginMetrics;
@@ -244,6 +247,10 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
       handler: async (request) => e.handle(service, request.body as never, request.caller!),
     });
   }
+
+  await registerTus(app, {
+    service, baseUrl: opts.currentBaseUrl ?? (() => opts.baseUrl), idleTimeoutMs: timeouts.idleTimeoutMs, errorResponses: ERROR_RESPONSES,
+  });
 
   // The chunk endpoint reads its body as a stream; it lives in a context of its own parser.
   await app.register(async (scope) => {

@@ -35,12 +35,6 @@ export async function registerTus(app: FastifyInstance, ctx: TusContext): Promis
     scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
     scope.addHook('onRequest', async (request, reply) => {
-      reply.header('Tus-Resumable', TUS_VERSION);
-      if (request.headers.origin !== undefined) {
-        // Credentials travel in Authorization, never in cookies a wildcard would let through.
-        reply.header('Access-Control-Allow-Origin', '*');
-        reply.header('Access-Control-Expose-Headers', EXPOSED_HEADERS.join(', '));
-      }
       if (request.method === 'OPTIONS') return;
       try {
         checkTusResumable(request);
@@ -49,8 +43,15 @@ export async function registerTus(app: FastifyInstance, ctx: TusContext): Promis
         throw err;
       }
     });
-    // The bytes of a request answered before its body was read are not waited for.
+    // On every answer, refusals of the authentication hook included.
     scope.addHook('onSend', async (request, reply) => {
+      reply.header('Tus-Resumable', TUS_VERSION);
+      if (request.headers.origin !== undefined) {
+        // Credentials travel in Authorization, never in cookies a wildcard would let through.
+        reply.header('Access-Control-Allow-Origin', '*');
+        reply.header('Access-Control-Expose-Headers', EXPOSED_HEADERS.join(', '));
+      }
+      // The bytes of a request answered before its body was read are not waited for.
       if (announcesBody(request) && !request.raw.complete) reply.header('Connection', 'close');
     });
 

@@ -115,8 +115,9 @@ describe('creation and the core protocol', () => {
       if (probe.status === 204) break;
       await sleep(50);
     }
-    // Every byte written before the close arrived before it.
-    expect(offset).toBe(6 * MiB);
+    // What arrived before the close is kept: all of it but what was still in the origin's socket buffers.
+    expect(offset).toBeGreaterThan(5 * MiB);
+    expect(offset).toBeLessThanOrEqual(6 * MiB);
     const rest = await c.patch(location, offset, bytes.subarray(offset));
     expect(rest.status).toBe(204);
     expect((await o.post('/collections/file/get', { file_id: rest.headers['coffer-file-id'] })).body.sha256).toBe(sha256(bytes));

@@ -2,7 +2,7 @@
  * A bare tus 1.0 client for the tests: one request per call over node:http, so a test controls
  * every header and how the body goes (whole, in slow pieces, or cut off), and sees every answer.
  */
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest } from 'node:http';
 import { createHash } from 'node:crypto';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { readdir } from 'node:fs/promises';
@@ -15,7 +15,8 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 export interface TusAnswer {
   status: number;
-  headers: IncomingHttpHeaders;
+  /** Lower-case names; a repeated header's values joined with ", ". */
+  headers: Record<string, string | undefined>;
   body: Buffer;
   /** The body parsed as JSON, when it is. */
   json: any;
@@ -63,7 +64,8 @@ export function tus(base: string, auth: string | null, call: TusCall): Promise<T
         } catch {
           json = undefined;
         }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json });
+        const flat = Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v]));
+        resolve({ status: res.statusCode ?? 0, headers: flat, body, json });
       });
     });
     req.on('error', reject);

@@ -94,8 +94,15 @@ describe('interface description', () => {
       '/collections/list', '/collections/search',
       '/collections/upload/abort', '/collections/upload/complete-upload', '/collections/upload/file', '/collections/upload/file-progress', '/collections/upload/grant', '/collections/upload/status', '/collections/usage',
       '/collections/webhooks/create', '/collections/webhooks/delete', '/collections/webhooks/deliveries', '/collections/webhooks/list', '/collections/webhooks/redeliver', '/collections/webhooks/test',
-      '/session', '/session/end',
+      '/session', '/session/end', '/tus', '/tus/{id}',
     ]);
+    // tus (contract §9): every method, with the headers of its answers.
+    expect(Object.keys(doc.paths['/tus']).sort()).toEqual(['options', 'post']);
+    expect(Object.keys(doc.paths['/tus/{id}']).sort()).toEqual(['delete', 'head', 'options', 'patch', 'post']);
+    expect(Object.keys(doc.paths['/tus'].post.responses['201'].headers)).toEqual(expect.arrayContaining(['Location', 'Upload-Offset', 'Coffer-File-Id']));
+    expect(Object.keys(doc.paths['/tus/{id}'].head.responses['200'].headers)).toEqual(expect.arrayContaining(['Upload-Offset', 'Upload-Length', 'Upload-Expires']));
+    for (const status of ['409', '412', '413', '415', '460']) expect(doc.paths['/tus/{id}'].patch.responses[status], status).toBeDefined();
+    expect(doc.paths['/tus'].options.security).toEqual([]);
     const initiate = doc.paths['/collections/upload/file'].post;
     const schema = initiate.requestBody.content['application/json'].schema;
     expect(schema.required).toEqual(expect.arrayContaining(['name', 'visibility', 'size', 'file_type']));

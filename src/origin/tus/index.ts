@@ -66,7 +66,8 @@ export async function registerTus(app: FastifyInstance, ctx: TusContext): Promis
     const patch = handlePatch(ctx);
     const remove = handleDelete(ctx);
     scope.route({
-      method: 'HEAD', url: '/tus/:id', config: { access: 'upload' },
+      // Listed in the OpenAPI document, unlike the HEAD routes Fastify adds to GET ones.
+      method: 'HEAD', url: '/tus/:id', config: { access: 'upload', swagger: { exposeHeadRoute: true } },
       schema: { ...headSchema, response: { ...headSchema.response, ...upload([400, 401, 403, 404, 410, 412, 429]) } }, handler: head,
     });
     scope.patch('/tus/:id', {

@@ -124,6 +124,19 @@ describe('creation and the core protocol', () => {
   });
 });
 
+/*
+ * The statuses the tus 1.0.0 specification names, and where each is tested:
+ * core: 412 (Tus-Resumable, with Tus-Version), 415 (PATCH Content-Type), 409 (Upload-Offset),
+ *   404 (HEAD/PATCH of an unknown upload, HEAD without Upload-Offset) — here;
+ * creation: 413 (over Tus-Max-Size), 400 (no usable length, Upload-Defer-Length) — here;
+ * creation-with-upload: 413 (a body past Upload-Length) — here;
+ * expiration: 410, then 404 once removed — tus-extensions.test.ts;
+ * checksum: 400 (unsupported algorithm), 460 (mismatch; nothing kept) — tus-extensions.test.ts;
+ * termination: 204, then 404 — tus-extensions.test.ts;
+ * concatenation: 403 (PATCH of a final upload), 400 (final with Upload-Length, unfinished
+ *   partial uploads), 413 (final over Tus-Max-Size) — tus-extensions.test.ts and here;
+ * and Coffer's own: 401, 403 (keys, grants) — here and tus-access.test.ts; 409 upload_busy — here.
+ */
 describe('error statuses', () => {
   let location: string;
   beforeAll(async () => {
@@ -168,6 +181,28 @@ describe('error statuses', () => {
     // Chunked, so the length is only known as the bytes come.
     expectTusError(await c.patch(small, 0, slowly(randomBytes(11), 4, 1)), 413, 'upload_length_exceeded');
     expect(offsetOf(await c.head(small))).toBe(0);
+    // creation-with-upload: a POST whose body is longer than its Upload-Length keeps none of it.
+    const over = await c.call({ method: 'POST', url: '/tus', body: randomBytes(11), headers: { 'upload-length': '10', 'upload-metadata': tusMetadata({ filename: 'over.bin' }), 'content-type': 'application/offset+octet-stream' } });
+    expectTusError(over, 413, 'upload_length_exceeded');
+    expect(offsetOf(await c.head(over.headers.location!))).toBe(0);
+  });
+
+  it('413 for a final upload whose partial uploads together are over Tus-Max-Size', async () => {
+    const tiny = await startTestOrigin({ COFFER_MAX_FILE_SIZE: '10' });
+    try {
+      const t = tusClient(tiny.url, `Bearer ${tiny.key}`);
+      const partials: string[] = [];
+      for (const bytes of [randomBytes(6), randomBytes(5)]) {
+        const created = await t.call({ method: 'POST', url: '/tus', body: bytes, headers: { 'upload-length': String(bytes.length), 'upload-concat': 'partial', 'content-type': 'application/offset+octet-stream' } });
+        expect(offsetOf(created)).toBe(bytes.length);
+        partials.push(created.headers.location!);
+      }
+      expectTusError(await t.create(null, { filename: 'joined.bin' }, { 'upload-concat': `final;${partials.join(' ')}` }), 413, 'file_too_large');
+      // Nothing was used up: each partial upload is still there, whole.
+      for (const [i, url] of partials.entries()) expect(offsetOf(await t.head(url))).toBe(6 - i);
+    } finally {
+      await tiny.close();
+    }
   });
 
   it('415 for a PATCH (or a POST with a body) whose Content-Type is not application/offset+octet-stream', async () => {
@@ -189,7 +224,10 @@ describe('error statuses', () => {
   it('404 for an upload that does not exist, or an upload of the other flow', async () => {
     const plain = await uploadBytes(o, Buffer.from('plain flow'));
     for (const url of ['/tus/no-such-upload', `/tus/${plain.file_id}`]) {
-      expect((await c.head(url)).status).toBe(404);
+      const head = await c.head(url);
+      expect(head.status).toBe(404);
+      expect(head.headers['upload-offset']).toBeUndefined();
+      expect(head.headers['tus-resumable']).toBe('1.0.0');
       expectTusError(await c.patch(url, 0, randomBytes(1)), 404, 'upload_not_found');
       expectTusError(await c.remove(url), 404, 'upload_not_found');
     }

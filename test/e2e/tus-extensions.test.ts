@@ -261,7 +261,7 @@ describe('CORS', () => {
     const created = await c.create(4, { filename: 'cors.txt' }, { origin: page });
     expect(created.headers['access-control-allow-origin']).toBe('*');
     const exposed = created.headers['access-control-expose-headers']!.split(', ');
-    for (const h of ['Location', 'Upload-Offset', 'Upload-Length', 'Tus-Resumable', 'Tus-Version', 'Tus-Max-Size', 'Tus-Extension', 'Upload-Expires', 'Upload-Metadata', 'Upload-Concat', 'Coffer-File-Id']) {
+    for (const h of ['Location', 'Upload-Offset', 'Upload-Length', 'Tus-Resumable', 'Tus-Version', 'Tus-Max-Size', 'Tus-Extension', 'Upload-Expires', 'Upload-Metadata', 'Upload-Concat', 'Coffer-File-Id', 'Retry-After']) {
       expect(exposed).toContain(h);
     }
     const refused = await tusClient(o.url, null).create(4, { filename: 'cors.txt' }, { origin: page });

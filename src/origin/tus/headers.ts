@@ -16,7 +16,7 @@ export const FILE_ID_HEADER = 'Coffer-File-Id';
 /** Headers a page on another origin may read from an answer. */
 export const EXPOSED_HEADERS = [
   'Location', 'Upload-Offset', 'Upload-Length', 'Upload-Expires', 'Upload-Metadata', 'Upload-Concat', 'Tus-Resumable', 'Tus-Version',
-  'Tus-Max-Size', 'Tus-Extension', 'Tus-Checksum-Algorithm', FILE_ID_HEADER, 'X-Request-Id',
+  'Tus-Max-Size', 'Tus-Extension', 'Tus-Checksum-Algorithm', FILE_ID_HEADER, 'Retry-After', 'X-Request-Id',
 ];
 /** Headers a page on another origin may send (answered to preflights). */
 export const ALLOWED_HEADERS = [

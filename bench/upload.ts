@@ -26,6 +26,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Upload } from "tus-js-client";
 import { createDatabaseOn, launchCluster, type ClusterHandle } from "../test/helpers/postgres.js";
+import { COFFER_TUS_TARGET_RATIO, CofferTusRunner, cofferTusLines, ddFdatasync, type CofferAddress } from "./upload/coffer-tus.js";
 
 // ---------------------------------------------------------------------------
 // Constants
@@ -42,13 +43,17 @@ const TARGET_COFFER_RSS_MB = 200;
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 /** "coffer" is the embedded configuration (its name predates the others, and --json keeps it). */
-type Contestant = "coffer" | "coffer-pg-s3" | "tus";
-const CONTESTANTS: readonly Contestant[] = ["coffer", "coffer-pg-s3", "tus"];
+type Contestant = "coffer" | "coffer-tus" | "coffer-pg-s3" | "coffer-pg-s3-tus" | "tus";
+const CONTESTANTS: readonly Contestant[] = ["coffer", "coffer-tus", "coffer-pg-s3", "coffer-pg-s3-tus", "tus"];
 
 type Storage = "embedded" | "postgres-s3";
 const STORAGES: readonly Storage[] = ["embedded", "postgres-s3"];
 const CONTESTANT_OF_STORAGE: Record<Storage, Contestant> = { embedded: "coffer", "postgres-s3": "coffer-pg-s3" };
-const DISPLAY: Record<Contestant, string> = { coffer: "coffer embedded", "coffer-pg-s3": "coffer postgres-s3", tus: "tus" };
+/** Coffer's /tus (bench/upload/coffer-tus.ts) on each configuration's origin. */
+const TUS_CONTESTANT_OF_STORAGE: Record<Storage, Contestant> = { embedded: "coffer-tus", "postgres-s3": "coffer-pg-s3-tus" };
+const DISPLAY: Record<Contestant, string> = {
+  coffer: "coffer embedded", "coffer-tus": "coffer /tus embedded", "coffer-pg-s3": "coffer postgres-s3", "coffer-pg-s3-tus": "coffer /tus postgres-s3", tus: "tus",
+};
 
 // The tus peer, run as `node --input-type=module -e <this>` with cwd at the
 // repository root so the bare imports resolve from ./node_modules. Plain JS
@@ -687,6 +692,7 @@ class CofferRunner implements Runner {
     readonly child: ServerChild,
     private readonly client: JsonClient,
     private readonly source: Source,
+    readonly address: CofferAddress,
   ) {}
 
   /** `storageEnv` selects the storage configuration (empty: embedded); --env-coffer still applies on top. */
@@ -721,7 +727,7 @@ class CofferRunner implements Runner {
     const authorization = `Bearer ${env.COFFER_ACCESS_KEY ?? accessKey}`;
     const client = opts.client === "fetch" ? new FetchClient(base, authorization) : new NodeHttpClient(base, authorization);
     log(`${DISPLAY[name]} origin: pid ${child.pid}, ${base} (client: ${opts.client})`);
-    return new CofferRunner(name, child, client, source);
+    return new CofferRunner(name, child, client, source, { base, authorization });
   }
 
   async run(signal: AbortSignal, meter: RoundMeter): Promise<void> {
@@ -1090,6 +1096,8 @@ function renderTable(opts: Options, results: Partial<Record<Contestant, Contesta
       c.noisePct === null ? "n/a" : `${c.noisePct.toFixed(0)} %`,
       c.contestant === "coffer"
         ? `ratio >= ${TARGET_RATIO.toFixed(2)} ${verdict(summary.targets.ratio.pass)}, RSS < ${TARGET_COFFER_RSS_MB} MB ${verdict(summary.targets.cofferPeakRss.pass)}`
+        : c.contestant === "coffer-tus"
+          ? `ratio >= ${COFFER_TUS_TARGET_RATIO.toFixed(2)} ${verdict(c.ratioToTus === null ? null : c.ratioToTus >= COFFER_TUS_TARGET_RATIO)}`
         : c.contestant === "tus"
           ? "(reference)"
           : "none (s3rver is a functional stand-in)",
@@ -1104,6 +1112,9 @@ function renderTable(opts: Options, results: Partial<Record<Contestant, Contesta
   lines.push(`ratio (coffer embedded / tus): ${summary.ratio === null ? "n/a" : summary.ratio.toFixed(2)}`);
   lines.push(`target: ratio >= ${TARGET_RATIO.toFixed(2)}  ${verdict(summary.targets.ratio.pass)}`);
   lines.push(`target: coffer peak RSS < ${TARGET_COFFER_RSS_MB} MB  ${verdict(summary.targets.cofferPeakRss.pass)}`);
+  lines.push("");
+  const tusConfigurations = opts.storage.map((storage) => ({ storage, mibps: results[TUS_CONTESTANT_OF_STORAGE[storage]]?.medianMiBps ?? null }));
+  lines.push(...cofferTusLines(tusConfigurations, results.tus?.medianMiBps ?? null, summary.physicalMiBps, results.coffer?.medianMiBps ?? null));
   return lines.join("\n");
 }
 
@@ -1127,13 +1138,15 @@ interface Summary {
   }>;
   /** coffer embedded / tus: the ratio the target applies to. */
   ratio: number | null;
+  /** Median of `dd conv=fdatasync` of the upload's size in the work dir, once per round: the disk's line. */
+  physicalMiBps: number | null;
   targets: {
     ratio: { min: number; value: number | null; pass: boolean | null };
     cofferPeakRss: { maxMB: number; valueMB: number | null; pass: boolean | null };
   };
 }
 
-function summarize(opts: Options, results: Partial<Record<Contestant, ContestantResult>>): Summary {
+function summarize(opts: Options, results: Partial<Record<Contestant, ContestantResult>>, physicalMiBps: number | null): Summary {
   const c = results.coffer?.medianMiBps ?? null;
   const t = results.tus?.medianMiBps ?? null;
   const ratio = c !== null && t !== null && t > 0 ? c / t : null;
@@ -1155,6 +1168,7 @@ function summarize(opts: Options, results: Partial<Record<Contestant, Contestant
       return [{ contestant: name, medianMiBps: r.medianMiBps, ratioToTus: round2(ratioToTus), peakRssMB: r.peakRssMB, noisePct: round2(noisePct(r.roundsMiBps)) }];
     }),
     ratio: round2(ratio),
+    physicalMiBps: round2(physicalMiBps),
     targets: {
       ratio: { min: TARGET_RATIO, value: round2(ratio), pass: ratio === null ? null : ratio >= TARGET_RATIO },
       cofferPeakRss: {
@@ -1243,7 +1257,8 @@ async function main(): Promise<number> {
         }
         const dir = path.join(workDir, `${name}-data`);
         fs.mkdirSync(dir, { recursive: true });
-        runners.push(await CofferRunner.start(name, opts, source, dir, storageEnv));
+        const coffer = await CofferRunner.start(name, opts, source, dir, storageEnv);
+        runners.push(coffer, new CofferTusRunner(TUS_CONTESTANT_OF_STORAGE[storage], coffer.child, coffer.address, source));
       }
     }
     if (opts.only.includes("tus")) runners.push(await TusRunner.start(source, tusDir));
@@ -1276,7 +1291,10 @@ async function main(): Promise<number> {
       }
     }
 
+    const physical: number[] = [];
     for (let round = 1; round <= opts.rounds; round++) {
+      physical.push(await ddFdatasync(workDir!, opts.sizeMiB, opts.timeoutMs));
+      log(`round ${round}/${opts.rounds} ${"dd conv=fdatasync".padEnd(18)} ${physical[physical.length - 1]!.toFixed(1).padStart(8)} MiB/s`);
       for (const r of runners) {
         const res = results[r.name]!;
         const meter = new RoundMeter(r.child);
@@ -1316,7 +1334,7 @@ async function main(): Promise<number> {
       res.peakRssMB = round2(kbToMB(hwmKb === null ? sampled : sampled === null ? hwmKb : Math.max(hwmKb, sampled)));
     }
 
-    const summary = summarize(opts, results);
+    const summary = summarize(opts, results, median(physical));
     const table = renderTable(opts, results, summary);
     if (opts.json) {
       log(table);

@@ -100,9 +100,14 @@ describe('Uppy in Chromium', () => {
     }
     expect(after?.error ?? null, failures.join('\n')).toBeNull();
     expect(after?.done).toBe(true);
-    // After the reload: no new upload, but HEAD and a PATCH from the offset the origin kept.
-    expect(after!.requests.map((r) => r.method)).toEqual(['HEAD', 'PATCH']);
-    const resumedAt = Number(after!.requests[1]!.offset);
+    // After the reload: no new upload, but HEAD and a PATCH from the offset the origin kept. While
+    // the origin still saves the PATCH the reload cut off, the new one is refused 409 and Uppy
+    // asks HEAD again and retries: a pair more.
+    const methods = after!.requests.map((r) => r.method);
+    expect(methods.length).toBeGreaterThanOrEqual(2);
+    expect(methods.length).toBeLessThanOrEqual(8);
+    expect(methods).toEqual(methods.map((_, i) => (i % 2 ? 'PATCH' : 'HEAD')));
+    const resumedAt = Number(after!.requests[methods.length - 1]!.offset);
     expect(resumedAt).toBeGreaterThan(0);
     expect(resumedAt).toBeLessThan(SIZE);
 

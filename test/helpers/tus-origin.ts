@@ -49,7 +49,8 @@ export async function tusStorage(): Promise<TusStorage> {
     dataDir, key, env, blobStore: env.COFFER_BLOB_STORE, databaseUrl: env.COFFER_DATABASE_URL,
     async start(name, port = 0, baseUrl) {
       const proc = spawnCoffer({
-        name, kind: 'origin', args: ['origin'],
+        // Generous: a restart on PostgreSQL + S3 on a busy CI machine has taken over 15 s.
+        name, kind: 'origin', args: ['origin'], readyTimeoutMs: 45_000,
         env: {
           COFFER_HOST: '127.0.0.1', COFFER_PORT: String(port), COFFER_DATA_DIR: dataDir, COFFER_ACCESS_KEY: key, COFFER_SIGNING_SECRET: secret,
           COFFER_CDN_URL: 'http://cdn.test', COFFER_RATE_LIMIT: '100000', COFFER_LOG_LEVEL: 'warn', ...(baseUrl ? { COFFER_BASE_URL: baseUrl } : {}), ...env,

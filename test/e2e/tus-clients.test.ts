@@ -62,7 +62,7 @@ const fileSha = async (origin: { url: string }, key: string, id: string | undefi
 describe('tus-js-client in Node', () => {
   it('uploads a file whole; the last answer names the ready file', async () => {
     o = await startTestOrigin();
-    const bytes = randomBytes(17 * MiB + 3);
+    const bytes = randomBytes(7 * MiB + 3);
     const u = run(bytes, { endpoint: `${o.url}/tus`, headers: { authorization: `Bearer ${o.key}` }, retryDelays: [] });
     await u.done;
     expect(u.upload.url).toBe(`${o.url}/tus/${u.fileId()}`);
@@ -74,11 +74,11 @@ describe('tus-js-client in Node', () => {
     const port = await freePort();
     proxy = await TcpProxy.start('127.0.0.1', port);
     o = await startTestOrigin({ COFFER_PORT: String(port), COFFER_HOST: '127.0.0.1', COFFER_BASE_URL: proxy.url });
-    const bytes = randomBytes(48 * MiB + 11);
+    const bytes = randomBytes(24 * MiB + 11);
     let cuts = 0;
     const u = run(bytes, { endpoint: `${proxy.url}/tus`, headers: { authorization: `Bearer ${o.key}` }, retryDelays: [100, 200, 400, 800, 1000, 1000, 2000, 2000] }, (n) => {
       // Twice, well inside the one PATCH the client sends.
-      if ((cuts === 0 && n > 12 * MiB) || (cuts === 1 && n > 30 * MiB)) {
+      if ((cuts === 0 && n > 8 * MiB) || (cuts === 1 && n > 17 * MiB)) {
         cuts++;
         proxy!.cut();
       }
@@ -92,17 +92,17 @@ describe('tus-js-client in Node', () => {
     expect(u.sent.filter((s) => s.method === 'HEAD').length).toBeGreaterThanOrEqual(2);
     expect(Math.max(...resumed)).toBeLessThan(bytes.length);
     expect(await fileSha(o, o.key, u.fileId())).toMatchObject({ status: 'ready', sha256: sha256(bytes) });
-  });
+  }, 120_000);
 
   it('resumes after the origin is killed and started again', async () => {
     storage = await tusStorage();
     const port = await freePort();
     const first = await storage.start('origin', port);
-    const bytes = randomBytes(40 * MiB + 5);
+    const bytes = randomBytes(24 * MiB + 5);
     const auth = { authorization: `Bearer ${storage.key}` };
     let killed = false;
     const u = run(bytes, { endpoint: `${first.url}/tus`, headers: auth, retryDelays: [] }, (n) => {
-      if (!killed && n > 15 * MiB) {
+      if (!killed && n > 11 * MiB) {
         killed = true;
         first.proc.child.kill('SIGKILL');
       }
@@ -120,5 +120,5 @@ describe('tus-js-client in Node', () => {
     expect(v.sent.filter((s) => s.method === 'POST')).toEqual([]);
     expect(v.sent.find((s) => s.method === 'PATCH')?.offset).toBe(String(kept));
     expect(await fileSha(again, storage.key, v.fileId())).toMatchObject({ status: 'ready', sha256: sha256(bytes) });
-  });
+  }, 120_000);
 });

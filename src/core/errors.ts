@@ -71,5 +71,20 @@ export const errors = {
   rateLimited: (retryAfter: number) =>
     new CofferError(429, 'rate_limited', `Too many requests; try again in ${retryAfter} second(s).`, { retry_after: retryAfter }),
   unavailable: (message: string) => new CofferError(503, 'unavailable', message),
+  // tus 1.0 (contract §9): the statuses its specification gives these cases.
+  tusVersion: (supported: string) =>
+    new CofferError(412, 'unsupported_tus_version', `This server speaks tus ${supported}: send "Tus-Resumable: ${supported}".`, { field: 'Tus-Resumable', supported: [supported] }),
+  offsetMismatch: (offset: number) =>
+    new CofferError(409, 'offset_mismatch', `The upload is at offset ${offset}: send Upload-Offset: ${offset} (ask with HEAD).`, { field: 'Upload-Offset', offset }),
+  uploadBusy: () =>
+    new CofferError(409, 'upload_busy', 'Another request is writing this upload; wait for it to end, then ask for the offset again with HEAD.'),
+  uploadExpired: () =>
+    new CofferError(410, 'upload_expired', 'This upload expired (see Upload-Expires) and is being removed; start a new upload.'),
+  uploadLengthExceeded: (length: number) =>
+    new CofferError(413, 'upload_length_exceeded', `The bytes sent go past the upload's length of ${length} bytes.`, { field: 'Upload-Length', length }),
+  checksumMismatch: () =>
+    new CofferError(460, 'checksum_mismatch', 'The body does not match Upload-Checksum; none of it was kept. Send it again from the same offset.', { field: 'Upload-Checksum' }),
+  wrongBodyType: (expected: string) =>
+    new CofferError(415, 'unsupported_media_type', `Send the bytes with "Content-Type: ${expected}".`, { expected }),
   internal: () => new CofferError(500, 'internal_error', 'The service failed to handle this request; it was logged. Try again.'),
 };

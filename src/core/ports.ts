@@ -5,6 +5,7 @@
 import type { FileStatus, FileType, Visibility } from './records.js';
 import type { StoredGrant, StoredKey } from './access.js';
 import type { StoredDelivery, StoredWebhook } from './webhooks.js';
+import type { StoredTusUpload } from './tus.js';
 
 export interface StoredFolder {
   id: string;
@@ -165,12 +166,28 @@ export interface UsageRows {
   byDay(fromDay: number): Promise<Array<{ day: number; downloads: number; bytes: number }>>;
 }
 
+/** tus uploads (contract §9): what tus keeps beside an upload's file record. */
+export interface TusRows {
+  insert(row: StoredTusUpload): Promise<void>;
+  get(fileId: string): Promise<StoredTusUpload | undefined>;
+  /** The rows of these files (for removing their blobs with them). */
+  ofFiles(fileIds: string[]): Promise<StoredTusUpload[]>;
+  /**
+   * Compare-and-set: applies `patch` and adds 1 to `version` only if the row still has
+   * `version`; false when another writer changed it first (or it is gone).
+   */
+  update(fileId: string, version: number, patch: Partial<Omit<StoredTusUpload, 'file_id' | 'version'>>): Promise<boolean>;
+  /** The declared sizes of the open partial uploads started under this grant, summed. */
+  partialBytesOfGrant(grantId: string): Promise<number>;
+}
+
 /** Operations inside one transaction: all of them commit together or none does. */
 export interface MetadataTx {
   readonly keys: KeyRows;
   readonly grants: GrantRows;
   readonly webhooks: WebhookRows;
   readonly usage: UsageRows;
+  readonly tus: TusRows;
   getFolder(id: string, lock?: RowLock): Promise<StoredFolder | undefined>;
   /**
    * The folder and every folder above it, nearest first; at most MAX_FOLDER_DEPTH of them,
@@ -257,6 +274,12 @@ export interface MetadataStore {
    * happen once, such as joining an upload's parts.
    */
   exclusive<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` unless a `tryExclusive` of the same name is running, in any process sharing this
+   * store; then it returns at once without running it. A holder that dies lets go with its
+   * process. For work a client must not do twice at once, such as two PATCHes of one tus upload.
+   */
+  tryExclusive<T>(name: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }>;
   /** Reads outside a transaction use the same operations. */
   read: MetadataTx;
   listFolders(q: PageQuery): Promise<StoredFolder[]>;
@@ -349,6 +372,12 @@ export interface BlobStore {
   completeMultipart(key: string, uploadId: string, parts: Array<{ partNumber: number; etag: string }>): Promise<{ size: number; sha256: string }>;
   /** Discards the upload and its parts; an upload that is already gone is no error. */
   abortMultipart(key: string, uploadId: string): Promise<void>;
+  /**
+   * Stores `chunks`, one after the other, as the whole object at `key`, replacing any; the
+   * object is durable when this resolves, and read, sized and deleted like any other. For
+   * small objects held in memory (a tus upload's tail: less than one part).
+   */
+  putObject(key: string, chunks: readonly Buffer[]): Promise<void>;
   read(key: string, range?: ByteRange): Promise<NodeJS.ReadableStream>;
   size(key: string): Promise<number | null>;
   delete(key: string): Promise<void>;

@@ -27,6 +27,7 @@ import * as fileRoutes from './routes/files.js';
 import * as accessRoutes from './routes/access.js';
 import * as webhookRoutes from './routes/webhooks.js';
 import type { OriginMetrics } from './metrics.js';
+import { registerTus } from './tus/index.js';
 
 export const JSON_BODY_LIMIT = 64 * 1024;
 
@@ -34,6 +35,8 @@ export interface OriginAppOptions {
   service: CofferService;
   accessKey: string;
   baseUrl: string;
+  /** The public address as it is at each request (known only after listening when the port was 0); `baseUrl` by default. */
+  currentBaseUrl?: () => string;
   rateLimit: number;
   /** The process's metrics; GET /metrics is served when given. */
   metrics?: OriginMetrics;
@@ -231,6 +234,9 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   }
 
   await registerChunkRoute(app, service, ERROR_RESPONSES);
+  await registerTus(app, {
+    service, baseUrl: opts.currentBaseUrl ?? (() => opts.baseUrl), idleTimeoutMs: timeouts.idleTimeoutMs, errorResponses: ERROR_RESPONSES,
+  });
   registerUploadPreflight(app);
 
   return app;

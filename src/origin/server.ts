@@ -76,7 +76,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     metrics.changeAcknowledged((performance.now() - started) / 1000);
   });
   const app = await buildOriginApp({
-    service, accessKey: credentials.accessKey, baseUrl: config.baseUrl, rateLimit: config.rateLimit, logLevel: config.logLevel,
+    service, accessKey: credentials.accessKey, baseUrl: config.baseUrl, currentBaseUrl: () => config.baseUrl, rateLimit: config.rateLimit, logLevel: config.logLevel,
     sessionTtlSeconds: config.sessionTtl, headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs,
     ...(opts.logStream ? { logStream: opts.logStream } : {}),
     ...(opts.playgroundDir ? { playgroundDir: opts.playgroundDir } : {}),

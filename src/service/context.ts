@@ -59,10 +59,14 @@ export class ServiceContext {
     return file.status === 'uploading' && file.upload_expires_at !== null && file.upload_expires_at <= this.now();
   }
 
-  /** A file as clients may see it: an expired upload no longer exists. */
+  /**
+   * A file as clients may see it: an expired upload no longer exists, and a tus partial
+   * upload (contract §9) never is a file, only bytes a final upload is made from.
+   */
   async requireFile(tx: MetadataTx, fileId: string, lock?: RowLock): Promise<StoredFile> {
     const file = await tx.getFile(fileId, lock);
     if (!file || this.isExpired(file)) throw errors.fileNotFound(fileId);
+    if (file.status === 'uploading' && (await tx.tus.get(fileId))?.kind === 'partial') throw errors.fileNotFound(fileId);
     return file;
   }
 

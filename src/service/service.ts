@@ -1,6 +1,6 @@
 /**
  * The service: every rule of contract §4–§6 over the ports, one aggregate per part
- * (uploads, tree, listing, files, links, sessions, credentials, webhooks, usage); who may do what is decided in access.ts. No HTTP
+ * (uploads and tus, tree, listing, files, links, sessions, credentials, webhooks, usage); who may do what is decided in access.ts. No HTTP
  * here: routes hand in plain values and get records back or a CofferError.
  */
 import type { BlobStore, MetadataStore } from '../core/ports.js';
@@ -14,6 +14,7 @@ import { Sessions } from './sessions.js';
 import { Credentials } from './credentials.js';
 import { Webhooks } from './webhooks.js';
 import { Usage } from './usage.js';
+import { TusUploads } from './tus-uploads.js';
 
 export type { EventPublisher, ServiceOptions } from './context.js';
 export type { PartInput } from './uploads.js';
@@ -30,6 +31,7 @@ export class CofferService {
   readonly credentials: Credentials;
   readonly webhooks: Webhooks;
   readonly usage: Usage;
+  readonly tus: TusUploads;
 
   constructor(readonly meta: MetadataStore, readonly blobs: BlobStore, readonly opts: ServiceOptions) {
     this.c = new ServiceContext(meta, blobs, opts);
@@ -42,6 +44,7 @@ export class CofferService {
     this.credentials = new Credentials(this.c);
     this.webhooks = new Webhooks(this.c, () => opts.webhookAllowPrivate ?? false);
     this.usage = new Usage(this.c);
+    this.tus = new TusUploads(this.c, this.uploads);
   }
 
   /** The edge feed registers here to hold answers until edges have acknowledged. */

@@ -3,6 +3,7 @@
  * here afterwards, so a crash between the two leaves a queue entry, never a lost blob.
  */
 import type { BlobStore, BlobToDelete, MetadataStore, MetadataTx, StoredFile } from '../core/ports.js';
+import type { StoredTusUpload } from '../core/tus.js';
 
 export class Trash {
   private running: Promise<void> | null = null;
@@ -58,6 +59,12 @@ export function blobOf(file: StoredFile): BlobToDelete {
   return { bucket: file.bucket, blob_key: file.blob_key, upload_id: ready ? null : file.upload_id, object: ready ? 1 : 0 };
 }
 
+/** The objects a tus upload holds besides its file's own blob. */
+export function tusBlobsOf(t: StoredTusUpload, file: StoredFile): BlobToDelete[] {
+  const keys = [t.tail_key, t.next_tail_key, t.joined ? file.blob_key : null].filter((k): k is string => k !== null);
+  return keys.map((blob_key) => ({ bucket: file.bucket, blob_key, upload_id: null, object: 1 }));
+}
+
 /**
  * Removes files in a transaction: their rows, their blobs queued for the trash, and a
  * `file.deleted` event for each one edges may hold (ready files). Returns the last event's
@@ -68,7 +75,9 @@ export async function removeFiles(tx: MetadataTx, files: StoredFile[], now: numb
   for (const file of files) {
     if (file.status === 'ready') seq = await tx.appendEvent({ type: 'file.deleted', file_id: file.id, folder_id: file.folder_id, data: { file_id: file.id } }, now);
   }
+  // Read before the rows go (they go with their files): a tus upload's tail objects, and the object a partial upload was joined into.
+  const tus = await tx.tus.ofFiles(files.map((f) => f.id));
   await tx.deleteFiles(files.map((f) => f.id));
-  await tx.queueBlobDeletion(files.map(blobOf), now);
+  await tx.queueBlobDeletion([...files.map(blobOf), ...tus.flatMap((t) => tusBlobsOf(t, files.find((f) => f.id === t.file_id)!))], now);
   return seq;
 }

@@ -51,7 +51,8 @@ const COMPLETE_ATTEMPTS = 3;
 export class Uploads {
   constructor(private readonly c: ServiceContext) {}
 
-  async initiate(caller: Caller, req: InitiateUploadRequest): Promise<UploadSession> {
+  /** `within` runs in the transaction that records the upload (tus adds its row there). */
+  async initiate(caller: Caller, req: InitiateUploadRequest, within?: (tx: MetadataTx, file: StoredFile) => Promise<void>): Promise<UploadSession> {
     requireUploader(caller);
     const folderId = req.folder_id ?? defaultUploadFolder(caller);
     if (folderId !== null) await this.c.requireFolder(this.c.meta.read, folderId);
@@ -88,6 +89,7 @@ export class Uploads {
         if (folderId !== null) await this.c.requireFolder(tx, folderId, 'folder_id', 'share');
         await takeGrantFile(tx, caller);
         await tx.insertFile(file);
+        await within?.(tx, file);
         return this.c.toFileRecord(tx, file);
       });
       return {

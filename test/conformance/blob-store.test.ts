@@ -261,6 +261,24 @@ describe.each(subjects)('BlobStore conformance: $name', (subject) => {
     await store.delete('files/never-there');
     expect(await store.size(key)).toBeNull();
   });
+
+  it('puts a small object whole from pieces, reads it like any other, replaces and deletes it', async () => {
+    const key = `tus-tails/conf-${process.pid}-${++n}/a`;
+    const pieces = [randomBytes(1), randomBytes(MiB + 3), randomBytes(0), randomBytes(4 * MiB - 7)];
+    const whole = Buffer.concat(pieces);
+    await store.putObject(key, pieces);
+    expect(await store.size(key)).toBe(whole.length);
+    expect(sha256(await readAll(await store.read(key)))).toBe(sha256(whole));
+    expect(await readAll(await store.read(key, { start: MiB, end: MiB + 9 }))).toEqual(whole.subarray(MiB, MiB + 10));
+    const next = randomBytes(100);
+    await store.putObject(key, [next]);
+    expect(await readAll(await store.read(key))).toEqual(next);
+    await store.putObject(key, []);
+    expect(await store.size(key)).toBe(0);
+    expect((await readAll(await store.read(key))).length).toBe(0);
+    await store.delete(key);
+    expect(await store.size(key)).toBeNull();
+  });
 });
 
 describe('S3 adapter specifics', () => {

@@ -452,10 +452,66 @@ describe.each(engines)('MetadataStore on %s', (engine, open) => {
       ]);
       expect(both).toEqual([1, 2]);
     });
+
+    it('runs a tryExclusive of a name only when none is running, and says so at once', async () => {
+      let release!: () => void;
+      const held = store.tryExclusive('try-name', () => new Promise<string>((r) => { release = () => r('held'); }));
+      await new Promise((r) => setTimeout(r, 20));
+      expect(await store.tryExclusive('try-name', async () => 'second')).toEqual({ ran: false });
+      expect(await store.tryExclusive('another-name', async () => 'side by side')).toEqual({ ran: true, value: 'side by side' });
+      release();
+      expect(await held).toEqual({ ran: true, value: 'held' });
+      await expect(store.tryExclusive('try-name', async () => { throw new Error('inside'); })).rejects.toThrow('inside');
+      expect(await store.tryExclusive('try-name', async () => 'after a throw')).toEqual({ ran: true, value: 'after a throw' });
+    });
+
+    it('keeps tus rows beside files: compare-and-set on their version, gone with their file', async () => {
+      const f = file('tus.bin', null, { status: 'uploading', sha256: null, completed_at: null, grant_id: 'g-tus', size: 700 });
+      await store.transaction(async (tx) => {
+        await tx.insertFile(f);
+        await tx.tus.insert({ file_id: f.id, kind: 'partial', metadata: null, concat: null, tail_key: null, tail_size: 0, next_tail_key: null, version: 0, joined: 0, created_at: T0 });
+      });
+      expect(await store.read.tus.partialBytesOfGrant('g-tus')).toBe(700);
+      expect(await store.read.tus.update(f.id, 0, { tail_key: 'tus-tails/x/1', tail_size: 12 })).toBe(true);
+      expect(await store.read.tus.update(f.id, 0, { tail_size: 99 })).toBe(false);
+      expect(await store.read.tus.get(f.id)).toMatchObject({ version: 1, tail_key: 'tus-tails/x/1', tail_size: 12, kind: 'partial' });
+      expect((await store.read.tus.ofFiles([f.id, 'nothing'])).map((t) => t.file_id)).toEqual([f.id]);
+      await store.transaction((tx) => tx.deleteFiles([f.id]));
+      expect(await store.read.tus.get(f.id)).toBeUndefined();
+      expect(await store.read.tus.partialBytesOfGrant('g-tus')).toBe(0);
+    });
   });
 });
 
 describe('PostgreSQL store: several origins', () => {
+  it('lets one tryExclusive of a name run at a time across stores, answers the others at once, and lets go when a store dies', async () => {
+    const url = await createDatabase();
+    const [store, other] = await Promise.all([openPostgresStore(url), openPostgresStore(url)]);
+    let third: MetadataStore | null = await openPostgresStore(url);
+    try {
+      let release = null as (() => void) | null;
+      const held = store.tryExclusive('upload-x', () => new Promise<string>((r) => { release = () => r('first'); }));
+      while (!release) await new Promise((r) => setTimeout(r, 10));
+      expect(await other.tryExclusive('upload-x', async () => 'second')).toEqual({ ran: false });
+      expect(await store.tryExclusive('upload-x', async () => 'again here')).toEqual({ ran: false });
+      expect(await other.tryExclusive('upload-y', async () => 'other name')).toEqual({ ran: true, value: 'other name' });
+      release?.();
+      expect(await held).toEqual({ ran: true, value: 'first' });
+      expect(await other.tryExclusive('upload-x', async () => 'now')).toEqual({ ran: true, value: 'now' });
+      // A holder whose store closes (as an origin that stops) lets go.
+      let entered = false as boolean;
+      const orphan = third.tryExclusive('upload-z', () => new Promise(() => { entered = true; }));
+      orphan.catch(() => {});
+      while (!entered) await new Promise((r) => setTimeout(r, 10));
+      expect(await store.tryExclusive('upload-z', async () => 1)).toEqual({ ran: false });
+      await third.close();
+      third = null;
+      expect(await store.tryExclusive('upload-z', async () => 1)).toEqual({ ran: true, value: 1 });
+    } finally {
+      await Promise.all([store.close(), other.close(), third?.close()]);
+    }
+  });
+
   it('keeps exclusive sections and row locks apart across stores (origins) on one database', async () => {
     const url = await createDatabase();
     const [store, other] = await Promise.all([openPostgresStore(url), openPostgresStore(url)]);

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnCoffer, stopAll, type CofferProcess } from '../helpers/processes.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { expectError } from '../helpers/api.js';
+import { tusClient } from '../helpers/tus.js';
 import { isInlineSafe } from '../../src/edge/delivery.js';
 
 const LEASE_MS = 1500;
@@ -291,6 +292,34 @@ describe('edge fleet', () => {
       upload(randomBytes(20_000), { name: 'fresh secret.bin', visibility: 'Private' }),
     ]);
     const link = await signedPath(sec.rec.file_id, 'other');
+    await atEvery(async (e) => {
+      const [a, b] = await Promise.all([request(e.url, pub.path), request(e.url, link)]);
+      expectBytes(a, e, { file: pub, signed: false }, `${e.name} public`);
+      expect(a.headers['x-cache'], e.name).toBe('HIT');
+      expectBytes(b, e, { file: sec, signed: true }, `${e.name} signed`);
+      expect(b.headers['x-cache'], e.name).toBe('HIT');
+    });
+  });
+
+  it('has a file uploaded through /tus at every edge once its last PATCH returns, as after complete-upload', async () => {
+    const t = tusClient(originUrl, `Bearer ${KEY}`);
+    const folder = await ok('/collections/folder/create', { name: 'by tus', visibility: 'Public' });
+    const viaTus = async (bytes: Buffer, meta: Record<string, string>): Promise<Uploaded> => {
+      const location = (await t.create(bytes.length, { ...meta, folder_id: folder.folder_id })).headers.location!;
+      // The first PATCH ends inside a part; the last crosses into the next.
+      const cut = 3 * 1024 * 1024 + 7;
+      expect((await t.patch(location, 0, bytes.subarray(0, cut))).status).toBe(204);
+      const last = await t.patch(location, cut, bytes.subarray(cut));
+      expect(last.status).toBe(204);
+      const rec = await ok('/collections/file/get', { file_id: last.headers['coffer-file-id'] });
+      expect([rec.status, rec.sha256]).toEqual(['ready', sha256(bytes)]);
+      return { rec, bytes, path: pathOf(rec.delivery_url) };
+    };
+    const [pub, sec] = await Promise.all([
+      viaTus(randomBytes(CHUNK + 1000), { filename: 'tus public.bin', visibility: 'Public' }),
+      viaTus(randomBytes(CHUNK + 2000), { filename: 'tus private.txt', filetype: 'text/plain', visibility: 'Private' }),
+    ]);
+    const link = await signedPath(sec.rec.file_id, 'document');
     await atEvery(async (e) => {
       const [a, b] = await Promise.all([request(e.url, pub.path), request(e.url, link)]);
       expectBytes(a, e, { file: pub, signed: false }, `${e.name} public`);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { tusClient } from '../helpers/tus.js';
 
 describe('event log', () => {
   let o: TestOrigin;
@@ -56,6 +57,29 @@ describe('event log', () => {
     expect(events.filter((e) => e.type === 'folder.deleted').map((e) => e.folder_id).sort()).toEqual([folder.folder_id, inner.folder_id].sort());
   });
 
+  it('a tus upload logs what the seed flow logs: nothing while open, partial or terminated, then one file.ready', async () => {
+    const t = tusClient(o.url, `Bearer ${o.key}`);
+    const folder = (await o.post('/collections/folder/create', { name: 'by-tus', visibility: 'Private' })).body;
+    const bytes = Buffer.from('the same bytes, two ways');
+    const seed = await uploadBytes(o, bytes, { name: 'same.txt', visibility: 'Public', folder_id: folder.folder_id, file_type: 'document', content_type: 'text/plain' });
+    const start = await o.origin.service.meta.lastEventSeq();
+    const meta = { filename: 'same.txt', visibility: 'Public', folder_id: folder.folder_id, filetype: 'text/plain' };
+    const location = (await t.create(bytes.length, meta)).headers.location!;
+    expect((await t.patch(location, 0, bytes.subarray(0, 5))).status).toBe(204);
+    const partial = (await t.create(3, {}, { 'upload-concat': 'partial' })).headers.location!;
+    expect((await t.patch(partial, 0, Buffer.from('abc'))).status).toBe(204);
+    expect((await t.remove((await t.create(4, { filename: 'dropped.txt' })).headers.location!)).status).toBe(204);
+    expect(await eventsSince(start)).toEqual([]);
+    const done = await t.patch(location, 5, bytes.subarray(5));
+    const events = await eventsSince(start);
+    expect(events.map((e) => [e.type, e.file_id, e.folder_id])).toEqual([['file.ready', done.headers['coffer-file-id'], folder.folder_id]]);
+    const seedReady = (await o.origin.service.meta.eventsAfter(0, 1000)).find((e) => e.type === 'file.ready' && e.file_id === seed.file_id)!;
+    const differ = ['file_id', 'completed_at', 'updated_at'];
+    const same = (data: Record<string, unknown>) => Object.fromEntries(Object.entries(data).filter(([k]) => !differ.includes(k)));
+    expect(same(events[0]!.data as Record<string, unknown>)).toEqual(same(seedReady.data as Record<string, unknown>));
+    expect(events[0]!.data).toMatchObject({ sha256: seed.sha256, effective_visibility: 'Private' });
+  });
+
   it('keeps the log across a restart of the origin', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'coffer-events-'));
     try {
@@ -94,8 +118,15 @@ describe('interface description', () => {
       '/collections/list', '/collections/search',
       '/collections/upload/abort', '/collections/upload/complete-upload', '/collections/upload/file', '/collections/upload/file-progress', '/collections/upload/grant', '/collections/upload/status', '/collections/usage',
       '/collections/webhooks/create', '/collections/webhooks/delete', '/collections/webhooks/deliveries', '/collections/webhooks/list', '/collections/webhooks/redeliver', '/collections/webhooks/test',
-      '/session', '/session/end',
+      '/session', '/session/end', '/tus', '/tus/{id}',
     ]);
+    // tus (contract §9): every method, with the headers of its answers.
+    expect(Object.keys(doc.paths['/tus']).sort()).toEqual(['options', 'post']);
+    expect(Object.keys(doc.paths['/tus/{id}']).sort()).toEqual(['delete', 'head', 'options', 'patch', 'post']);
+    expect(Object.keys(doc.paths['/tus'].post.responses['201'].headers)).toEqual(expect.arrayContaining(['Location', 'Upload-Offset', 'Coffer-File-Id']));
+    expect(Object.keys(doc.paths['/tus/{id}'].head.responses['200'].headers)).toEqual(expect.arrayContaining(['Upload-Offset', 'Upload-Length', 'Upload-Expires']));
+    for (const status of ['409', '412', '413', '415', '460']) expect(doc.paths['/tus/{id}'].patch.responses[status], status).toBeDefined();
+    expect(doc.paths['/tus'].options.security).toEqual([]);
     const initiate = doc.paths['/collections/upload/file'].post;
     const schema = initiate.requestBody.content['application/json'].schema;
     expect(schema.required).toEqual(expect.arrayContaining(['name', 'visibility', 'size', 'file_type']));

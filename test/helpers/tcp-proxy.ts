@@ -3,7 +3,7 @@
  * forwarding in both directions without closing anything (the sockets are paused, so the
  * kernel's buffers fill and then the peers' writes stall, as when packets are dropped);
  * connections opened during the freeze are accepted and held, unforwarded. `thaw()`
- * forwards everything held, in order, and carries on.
+ * forwards everything held, in order, and carries on. `cut()` resets every open connection.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
@@ -67,6 +67,11 @@ export class TcpProxy {
     client.once('end', () => this.act(() => upstream?.end()));
     client.once('close', () => this.act(() => upstream?.destroy()));
     if (!this.frozenNow) client.resume();
+  }
+
+  /** Closes every connection open now, abruptly (both ends see it reset); new ones are accepted as before. */
+  cut(): void {
+    for (const s of this.sockets) s.resetAndDestroy();
   }
 
   /** Stops forwarding, both ways, on every connection, without closing any. */

@@ -149,17 +149,22 @@ describe('route enumeration', () => {
     for (const r of all) {
       // Upload grants reach the upload calls and nothing else (making grants needs a key).
       const uploadCall = r.url.startsWith('/collections/upload/') && r.url !== '/collections/upload/grant';
-      // A browser's CORS preflight carries no credential: OPTIONS of the upload calls only, answering headers alone.
+      const tus = r.url === '/tus' || r.url.startsWith('/tus/');
+      // A browser's CORS preflight carries no credential: OPTIONS of the upload calls and tus only, answering headers alone.
       if (r.method === 'OPTIONS') {
-        expect(uploadCall, r.url).toBe(true);
+        expect(uploadCall || tus, r.url).toBe(true);
         expect(r.access, r.url).toBe('public');
         continue;
       }
       if (r.url.startsWith('/collections/')) expect(r.access, r.url).toBe(uploadCall ? 'upload' : 'api');
       if (r.url.startsWith('/_edge/')) expect(r.access, r.url).toBe('edge');
       if (r.url.startsWith('/session')) expect(r.access, r.url).toBe(r.method === 'POST' && r.url === '/session' ? 'sign-in' : 'session');
+      // tus takes what the upload calls take (its discovery and preflights, OPTIONS, are open above).
+      if (tus) expect(r.access, `${r.method} ${r.url}`).toBe('upload');
     }
-    // Nothing is public but the Playground's files, health, the OpenAPI document and its page.
+    for (const method of ['OPTIONS', 'POST']) expect(all.some((r) => r.method === method && r.url === '/tus'), `${method} /tus`).toBe(true);
+    for (const method of ['OPTIONS', 'HEAD', 'PATCH', 'DELETE', 'POST']) expect(all.some((r) => r.method === method && r.url === '/tus/:id'), `${method} /tus/:id`).toBe(true);
+    // Nothing is public but the Playground's files, health, the OpenAPI document and its page (and the preflights above).
     const publicRoutes = all.filter((r) => r.access === 'public' && r.method !== 'OPTIONS');
     for (const r of publicRoutes) expect(r.url, r.url).toMatch(/^\/(assets\/\*|healthz|openapi\.json|docs(\/.*)?)?$/);
     // The reference page's routes come from a plugin, declared public for its scope.

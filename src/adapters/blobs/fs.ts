@@ -7,7 +7,7 @@
 import { createReadStream } from 'node:fs';
 import { link, mkdir, open, readFile, rename, rm, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { FileHasher, type HashId } from './file-hasher.js';
 import { UploadGoneError, type BlobStore, type ByteRange, type CommittedPart, type PartWriter } from '../../core/ports.js';
@@ -244,6 +244,46 @@ export class FsBlobStore implements BlobStore {
       return { size: manifest.size, sha256: manifest.sha256 };
     } catch (err) {
       this.hasher.drop(hash);
+      await rm(staging, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /** A one-part object, made like a completed upload's: staged, fsynced, renamed into place. */
+  async putObject(key: string, chunks: readonly Buffer[]): Promise<void> {
+    const target = this.objectPath(key);
+    const staging = this.tmpPath();
+    await mkdir(staging);
+    try {
+      const hash = createHash('sha256');
+      let size = 0;
+      const part = await open(join(staging, '1'), 'wx', 0o600);
+      try {
+        for (const chunk of chunks) {
+          await part.writeFile(chunk);
+          hash.update(chunk);
+          size += chunk.length;
+        }
+        await part.sync();
+      } finally {
+        await part.close();
+      }
+      const manifest: Manifest = { size, sha256: hash.digest('hex'), parts: [size] };
+      const out = await open(join(staging, MANIFEST), 'wx', 0o600);
+      try {
+        await out.writeFile(JSON.stringify(manifest));
+        await out.sync();
+      } finally {
+        await out.close();
+      }
+      await fsyncDir(staging);
+      const targetDir = dirname(target);
+      await mkdir(targetDir, { recursive: true });
+      await rm(target, { recursive: true, force: true });
+      await rename(staging, target);
+      await fsyncDir(targetDir);
+      this.manifests.delete(key);
+    } catch (err) {
       await rm(staging, { recursive: true, force: true });
       throw err;
     }

@@ -14,7 +14,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { PassThrough, Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand,
-  HeadBucketCommand, HeadObjectCommand, ListPartsCommand, S3Client, UploadPartCommand,
+  HeadBucketCommand, HeadObjectCommand, ListPartsCommand, PutObjectCommand, S3Client, UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { UploadGoneError, type BlobStore, type ByteRange, type CommittedPart, type PartWriter } from '../../core/ports.js';
 
@@ -458,6 +458,15 @@ export class S3BlobStore implements BlobStore {
     } catch (err) {
       if (!isNoSuchUpload(err)) throw err;
     }
+  }
+
+  /** PutObject: S3 has stored the object once it answers. */
+  async putObject(key: string, chunks: readonly Buffer[]): Promise<void> {
+    const size = chunks.reduce((n, c) => n + c.length, 0);
+    await this.client.send(new PutObjectCommand({
+      Bucket: this.bucket, Key: key, ContentType: 'application/octet-stream', ContentLength: size,
+      Body: size === 0 ? Buffer.alloc(0) : Readable.from(chunks, { objectMode: false }),
+    }));
   }
 
   async read(key: string, range?: ByteRange): Promise<NodeJS.ReadableStream> {

@@ -3,13 +3,14 @@
  */
 import { Migrator, sql, type Kysely, type Transaction } from 'kysely';
 import type {
-  BlobToDelete, EdgeAck, GrantRows, KeyRows, UsageRows, WebhookRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
+  BlobToDelete, EdgeAck, GrantRows, KeyRows, TusRows, UsageRows, WebhookRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
 } from '../../core/ports.js';
 import { MAX_FOLDER_DEPTH } from '../../core/upload.js';
 import { CofferMigrations } from './migrations.js';
 import { KyselyGrantRows, KyselyKeyRows } from './access-rows.js';
 import { KyselyWebhookRows } from './webhook-rows.js';
 import { KyselyUsageRows } from './usage-rows.js';
+import { KyselyTusRows } from './tus-rows.js';
 import type { Database } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -60,12 +61,14 @@ export class KyselyTx implements MetadataTx {
   readonly grants: GrantRows;
   readonly webhooks: WebhookRows;
   readonly usage: UsageRows;
+  readonly tus: TusRows;
 
   constructor(private readonly db: Db, private readonly dialect: 'sqlite' | 'postgres') {
     this.keys = new KyselyKeyRows(db);
     this.grants = new KyselyGrantRows(db);
     this.webhooks = new KyselyWebhookRows(db, dialect);
     this.usage = new KyselyUsageRows(db);
+    this.tus = new KyselyTusRows(db);
   }
 
   /** Row locks exist on PostgreSQL; SQLite runs one transaction at a time. */
@@ -336,6 +339,33 @@ export class KyselyMetadataStore implements MetadataStore {
     tracked.catch(() => {});
     this.exclusiveRuns.set(name, tracked);
     return run;
+  }
+
+  /** Names a `tryExclusive` of this process is running. */
+  private readonly tried = new Set<string>();
+
+  async tryExclusive<T>(name: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
+    if (this.tried.has(name)) return { ran: false };
+    this.tried.add(name);
+    try {
+      const release = await this.holdAcrossProcesses(name);
+      if (!release) return { ran: false };
+      try {
+        return { ran: true, value: await fn() };
+      } finally {
+        await release();
+      }
+    } finally {
+      this.tried.delete(name);
+    }
+  }
+
+  /**
+   * Takes `name` from other processes sharing the store, without waiting; returns how to give
+   * it back, or null when another holds it. A SQLite store belongs to one process: nothing to take.
+   */
+  protected async holdAcrossProcesses(_name: string): Promise<(() => Promise<void>) | null> {
+    return async () => {};
   }
 
   private page<T extends 'files' | 'folders'>(table: T, q: PageQuery, column: SortColumn) {

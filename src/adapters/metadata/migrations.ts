@@ -256,6 +256,34 @@ function usage(dialect: Dialect): Migration {
   };
 }
 
+/** tus uploads (contract §9): what tus keeps beside each upload's file record. */
+function tus(dialect: Dialect): Migration {
+  const sortText = dialect === 'postgres' ? sql`text collate "C"` : sql`text`;
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('tus_uploads')
+        .addColumn('file_id', sortText, (c) => c.primaryKey().references('files.id').onDelete('cascade'))
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('metadata', 'text')
+        .addColumn('concat', 'text')
+        .addColumn('tail_key', 'text')
+        .addColumn('tail_size', 'bigint', (c) => c.notNull())
+        .addColumn('next_tail_key', 'text')
+        .addColumn('version', 'bigint', (c) => c.notNull())
+        .addColumn('joined', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      // A grant's open partial uploads are summed at each new one.
+      await db.schema.createIndex('files_grant').on('files').column('grant_id').execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropIndex('files_grant').execute();
+      await db.schema.dropTable('tus_uploads').execute();
+    },
+  };
+}
+
 export class CofferMigrations implements MigrationProvider {
   constructor(private readonly dialect: Dialect) {}
   async getMigrations(): Promise<Record<string, Migration>> {
@@ -263,6 +291,7 @@ export class CofferMigrations implements MigrationProvider {
       '0006_access': access(this.dialect),
       '0007_webhooks': webhooks(this.dialect),
       '0008_usage': usage(this.dialect),
+      '0009_tus': tus(this.dialect),
     };
   }
 }

@@ -130,9 +130,49 @@ export class PostgresMetadataStore extends KyselyMetadataStore {
     }
   }
 
+  /**
+   * One connection holds every `tryExclusive` of this origin as session advisory locks (they
+   * are re-entrant on one connection, so the store also keeps a name to one holder in this
+   * process). A long tus PATCH so holds no pooled connection; if the connection breaks, its
+   * locks go with it, and the writers' compare-and-set on the upload's version still keeps
+   * two of them from both recording.
+   */
+  private holder: Promise<pg.Client> | null = null;
+
+  private holderClient(): Promise<pg.Client> {
+    if (!this.holder) {
+      const client = new pg.Client({ connectionString: this.url, application_name: 'coffer-locks', connectionTimeoutMillis: 15_000 });
+      const connecting = client.connect().then(() => client);
+      const forget = () => {
+        if (this.holder === connecting) this.holder = null;
+      };
+      client.on('error', forget);
+      client.on('end', forget);
+      connecting.catch(forget);
+      this.holder = connecting;
+    }
+    return this.holder;
+  }
+
+  protected override async holdAcrossProcesses(name: string): Promise<(() => Promise<void>) | null> {
+    const [k1, k2] = lockKeys(`try:${name}`);
+    const client = await this.holderClient();
+    const { rows } = await client.query<{ held: boolean }>('select pg_try_advisory_lock($1, $2) as held', [k1, k2]);
+    if (!rows[0]?.held) return null;
+    return async () => {
+      await client.query('select pg_advisory_unlock($1, $2)', [k1, k2]).catch(() => {
+        // A connection that cannot give a lock back is closed, which gives back all of its.
+        client.end().catch(() => {});
+      });
+    };
+  }
+
   override async close(): Promise<void> {
     await super.close();
     await this.lockPool.end();
+    const holder = this.holder;
+    this.holder = null;
+    if (holder) await holder.then((c) => c.end(), () => {}).catch(() => {});
   }
 }
 

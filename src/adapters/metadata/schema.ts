@@ -2,6 +2,7 @@ import type { Generated } from 'kysely';
 import type { StoredGrant, StoredKey } from '../../core/access.js';
 import type { StoredDelivery, StoredWebhook } from '../../core/webhooks.js';
 import type { UsageRow } from '../../core/ports.js';
+import type { StoredTusUpload } from '../../core/tus.js';
 import type { EdgeLease, StoredFile, StoredFolder, StoredPart, StoredSession } from '../../core/ports.js';
 
 export interface EventsTable {
@@ -35,4 +36,5 @@ export interface Database {
   webhooks: StoredWebhook;
   webhook_deliveries: StoredDelivery;
   file_usage: UsageRow;
+  tus_uploads: StoredTusUpload;
 }

@@ -46,6 +46,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
   const service = new CofferService(meta, blobs, {
     cdnUrl: config.cdnUrl,
     signingSecrets: credentials.signingSecrets,
+    rootKey: credentials.accessKey,
     uploadTtlSeconds: config.uploadTtl,
     sessionTtlSeconds: config.sessionTtl,
     maxFileSize: config.maxFileSize,

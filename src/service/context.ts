@@ -19,6 +19,11 @@ export interface ServiceOptions {
   /** How long a Playground session lasts; 12 hours when not given. */
   sessionTtlSeconds?: number;
   maxFileSize: number;
+  /**
+   * The root access key: keys made while it is set get a SigV4 secret sealed under it, for the
+   * S3 interface (core/key-seal.ts). Unset: keys work with Bearer only.
+   */
+  rootKey?: string;
   /** Webhook receivers may be on loopback and private addresses. */
   webhookAllowPrivate?: boolean;
   now?: () => number;

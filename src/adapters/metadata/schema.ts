@@ -2,7 +2,7 @@ import type { Generated } from 'kysely';
 import type { StoredGrant, StoredKey } from '../../core/access.js';
 import type { StoredDelivery, StoredWebhook } from '../../core/webhooks.js';
 import type { UsageRow } from '../../core/ports.js';
-import type { EdgeLease, StoredFile, StoredFolder, StoredPart, StoredSession } from '../../core/ports.js';
+import type { EdgeLease, S3Upload, StoredFile, StoredFolder, StoredPart, StoredSession } from '../../core/ports.js';
 
 export interface EventsTable {
   seq: Generated<number>;
@@ -35,4 +35,5 @@ export interface Database {
   webhooks: StoredWebhook;
   webhook_deliveries: StoredDelivery;
   file_usage: UsageRow;
+  s3_uploads: S3Upload;
 }

@@ -704,6 +704,7 @@ class CofferRunner implements Runner {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       COFFER_PORT: "0",
+      COFFER_S3_PORT: "0",
       COFFER_HOST: "127.0.0.1",
       COFFER_DATA_DIR: dataDir,
       COFFER_ACCESS_KEY: accessKey,

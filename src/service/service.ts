@@ -1,6 +1,7 @@
 /**
  * The service: every rule of contract §4–§6 over the ports, one aggregate per part
- * (uploads, tree, listing, files, links, sessions, credentials, webhooks, usage); who may do what is decided in access.ts. No HTTP
+ * (uploads, tree, listing, files, links, sessions, credentials, webhooks, usage; paths, objects and
+ * multipart for the S3 interface); who may do what is decided in access.ts. No HTTP
  * here: routes hand in plain values and get records back or a CofferError.
  */
 import type { BlobStore, MetadataStore } from '../core/ports.js';
@@ -14,6 +15,8 @@ import { Sessions } from './sessions.js';
 import { Credentials } from './credentials.js';
 import { Webhooks } from './webhooks.js';
 import { Usage } from './usage.js';
+import { Paths } from './paths.js';
+import { Objects } from './objects.js';
 
 export type { EventPublisher, ServiceOptions } from './context.js';
 export type { PartInput } from './uploads.js';
@@ -30,6 +33,8 @@ export class CofferService {
   readonly credentials: Credentials;
   readonly webhooks: Webhooks;
   readonly usage: Usage;
+  readonly paths: Paths;
+  readonly objects: Objects;
 
   constructor(readonly meta: MetadataStore, readonly blobs: BlobStore, readonly opts: ServiceOptions) {
     this.c = new ServiceContext(meta, blobs, opts);
@@ -42,6 +47,8 @@ export class CofferService {
     this.credentials = new Credentials(this.c);
     this.webhooks = new Webhooks(this.c, () => opts.webhookAllowPrivate ?? false);
     this.usage = new Usage(this.c);
+    this.paths = new Paths(this.c);
+    this.objects = new Objects(this.c, this.uploads, this.paths);
   }
 
   /** The edge feed registers here to hold answers until edges have acknowledged. */

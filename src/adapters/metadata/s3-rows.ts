@@ -5,15 +5,11 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { RowLock, S3Entry, S3Rows, S3Upload, StoredFile, StoredFolder } from '../../core/ports.js';
 import type { Database } from './schema.js';
+import { compareKeys } from '../../core/names.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
 const uploadRow = (row: S3Upload): S3Upload => ({ ...row, created_at: Number(row.created_at) });
-
-/** Byte order of UTF-8, which is code point order: not JavaScript's UTF-16 order. */
-export function compareKeys(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
 
 export class KyselyS3Rows implements S3Rows {
   constructor(

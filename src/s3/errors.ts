@@ -90,8 +90,24 @@ export function toS3Error(err: unknown, at: ErrorSubject = {}): S3Error {
   const message = typeof e.message === 'string' ? e.message : '';
   const notFound = () => (at.uploadId ? s3Errors.noSuchUpload(at.uploadId) : at.key ? s3Errors.noSuchKey(at.key) : at.bucket ? s3Errors.noSuchBucket(at.bucket) : s3Errors.accessDenied());
   switch (e.status) {
-    case 400:
-      return e.code === 'invalid_name' ? s3Errors.invalidArgument(message) : s3Errors.invalidRequest(message);
+    case 400: {
+      const part = Number(e.details?.part_number ?? 0);
+      switch (e.code) {
+        case 'invalid_part':
+          return s3Errors.invalidPart(part);
+        case 'invalid_part_order':
+          return s3Errors.invalidPartOrder();
+        case 'entity_too_small':
+          return s3Errors.entityTooSmall(part);
+        case 'malformed_parts':
+          return s3Errors.malformedXml(message);
+        case 'invalid_name':
+        case 'invalid_part_number':
+          return s3Errors.invalidArgument(message);
+        default:
+          return s3Errors.invalidRequest(message);
+      }
+    }
     case 401:
     case 403:
       return s3Errors.accessDenied(message || undefined);

@@ -149,7 +149,7 @@ export async function requireCopySource(r: S3Request): Promise<StoredFile> {
 }
 
 /** A stream of a file's bytes that computes their MD5 on the way. */
-export function withMd5(stream: NodeJS.ReadableStream): { body: AsyncIterable<Buffer>; md5: () => string } {
+export function withMd5(stream: AsyncIterable<Buffer> | NodeJS.ReadableStream): { body: AsyncIterable<Buffer>; md5: () => string } {
   const hash = createHash('md5');
   let digest: string | null = null;
   async function* body() {

@@ -17,6 +17,7 @@ import { Webhooks } from './webhooks.js';
 import { Usage } from './usage.js';
 import { Paths } from './paths.js';
 import { Objects } from './objects.js';
+import { Multipart } from './multipart.js';
 
 export type { EventPublisher, ServiceOptions } from './context.js';
 export type { PartInput } from './uploads.js';
@@ -35,6 +36,7 @@ export class CofferService {
   readonly usage: Usage;
   readonly paths: Paths;
   readonly objects: Objects;
+  readonly multipart: Multipart;
 
   constructor(readonly meta: MetadataStore, readonly blobs: BlobStore, readonly opts: ServiceOptions) {
     this.c = new ServiceContext(meta, blobs, opts);
@@ -49,6 +51,7 @@ export class CofferService {
     this.usage = new Usage(this.c);
     this.paths = new Paths(this.c);
     this.objects = new Objects(this.c, this.uploads, this.paths);
+    this.multipart = new Multipart(this.c, this.paths);
   }
 
   /** The edge feed registers here to hold answers until edges have acknowledged. */

@@ -62,8 +62,8 @@ export async function filesIn(o: TestOrigin, folderId: string | null): Promise<A
 export async function folderAt(o: TestOrigin, path: string): Promise<string> {
   let id: string | null = null;
   for (const name of path.split('/')) {
-    const list = await o.post('/collections/list', { folder_id: id, limit: 1000 });
-    const found = (list.body.folders as Array<{ folder_id: string; name: string }>).find((f) => f.name === name);
+    const list: { body: { folders: unknown } } = await o.post('/collections/list', { folder_id: id, limit: 1000 });
+    const found: { folder_id: string } | undefined = (list.body.folders as Array<{ folder_id: string; name: string }>).find((f) => f.name === name);
     if (!found) throw new Error(`no folder ${name} in ${path}`);
     id = found.folder_id;
   }

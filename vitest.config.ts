@@ -9,11 +9,14 @@ import { defineConfig } from 'vitest/config';
  * - cli.test.ts, cli-client.test.ts, cli-keys.test.ts, docs.test.ts, example-signed-link.test.ts, crash.test.ts,
  *   edge.test.ts, webhooks-crash.test.ts: spawn their own CLI/origin processes with embedded storage, not startTestOrigin;
  * - multi-origin.test.ts, postgres-concurrency.test.ts, upload-s3.test.ts: choose their storage
- *   themselves (already PostgreSQL and/or S3).
+ *   themselves (already PostgreSQL and/or S3);
+ * - s3-auth.test.ts, s3-clients.test.ts, s3-edges.test.ts: check signatures, scopes, what
+ *   outside S3 clients send and the edges' purge, which no storage changes (s3-objects and
+ *   s3-multipart run on both).
  */
 const e2eElsewhere = [
   'cli', 'cli-client', 'cli-keys', 'docs', 'example-signed-link', 'crash', 'edge', 'webhooks-crash',
-  'multi-origin', 'postgres-concurrency', 'upload-s3',
+  'multi-origin', 'postgres-concurrency', 'upload-s3', 's3-auth', 's3-clients', 's3-edges',
 ].map((name) => `test/e2e/${name}.test.ts`);
 
 const shared = {

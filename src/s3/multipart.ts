@@ -9,7 +9,7 @@ import { s3Errors } from './errors.js';
 import { parseKey, requireBucket, type BucketAt } from './mapping.js';
 import { etagOf, intParam, isoTime, noBody, ownerOf, quoted, xmlAnswer, type S3Handler, type S3Request } from './context.js';
 import { contentTypeOf, metaOf, visibilityOf } from './object-headers.js';
-import { requireCopySource, withMd5 } from './objects.js';
+import { requireCopySource, withMd5, writePlace } from './objects.js';
 import { readSmallBody } from './payload.js';
 import { childOf, childrenOf, parseXml, type XmlFields } from './xml.js';
 
@@ -29,13 +29,10 @@ function partNumberOf(r: S3Request): number {
 
 export const createMultipart: S3Handler = async (r) => {
   await noBody(r);
-  const bucket = await requireBucket(r.service, r.caller, r.bucket!);
-  const path = parseKey(r.key!);
-  if (path.name === null) throw s3Errors.invalidKey(r.key!, 'an object needs a file name, not a key ending in "/"');
-  const at = await r.service.paths.ensureFolders(r.caller, bucket.sight, bucket.at, path.folders);
-  if (at.place !== 'inside') throw s3Errors.accessDenied();
+  if (parseKey(r.key!).name === null) throw s3Errors.invalidKey(r.key!, 'an object needs a file name, not a key ending in "/"');
+  const { bucket, path, at } = await writePlace(r);
   const file = await r.service.multipart.create(r.caller, {
-    at, bucketId: bucket.at.folder.id, key: r.key!, name: path.name, contentType: contentTypeOf(r.headers, path.name),
+    at, bucketId: bucket.at.folder.id, key: r.key!, name: path.name!, contentType: contentTypeOf(r.headers, path.name!),
     visibility: visibilityOf(r.headers), meta: metaOf(r.headers),
   });
   const answer = xmlAnswer('InitiateMultipartUploadResult', [['Bucket', bucket.name], ['Key', r.key!], ['UploadId', file.id]]);

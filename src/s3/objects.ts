@@ -33,13 +33,20 @@ export async function requireObject(r: S3Request, bucketName: string, key: strin
   return file;
 }
 
-/** The folder a key's object goes in, made where missing. */
-async function writePlace(r: S3Request): Promise<{ path: KeyPath; at: Located }> {
+/** The folder a key's object goes in, made where missing; AccessDenied outside the caller's reach. */
+export async function writePlace(r: S3Request): Promise<{ bucket: BucketAt; path: KeyPath; at: Located }> {
   const bucket = await requireBucket(r.service, r.caller, r.bucket!);
   const path = parseKey(r.key!);
-  const at = await r.service.paths.ensureFolders(r.caller, bucket.sight, bucket.at, path.folders);
+  let at: Located;
+  try {
+    at = await r.service.paths.ensureFolders(r.caller, bucket.sight, bucket.at, path.folders);
+  } catch (err) {
+    // A folder there that the caller does not see, or none it may make: nothing to write to.
+    if ((err as { status?: number }).status === 404) throw s3Errors.accessDenied();
+    throw err;
+  }
   if (at.place !== 'inside') throw s3Errors.accessDenied();
-  return { path, at };
+  return { bucket, path, at };
 }
 
 export const putObject: S3Handler = async (r) => {
@@ -83,7 +90,8 @@ export const headObject: S3Handler = (r) => answerObject(r, false);
 export const deleteObject: S3Handler = async (r) => {
   await noBody(r);
   const { path, at } = await place(r, r.bucket!, r.key!);
-  if (at && path.name !== null) await r.service.paths.removeNamed(r.caller, at, [path.name]);
+  // Where the caller sees no files (above its folder) there is nothing to delete, as where there is no file.
+  if (at && at.place === 'inside' && path.name !== null) await r.service.paths.removeNamed(r.caller, at, [path.name]);
   return { status: 204 };
 };
 
@@ -120,7 +128,7 @@ export const deleteObjects: S3Handler = async (r) => {
   for (const group of byFolder.values()) {
     try {
       const at = await r.service.paths.locate(bucket.sight, [bucket.name, ...group.folders]);
-      if (at) await r.service.paths.removeNamed(r.caller, at, group.names);
+      if (at && at.place === 'inside') await r.service.paths.removeNamed(r.caller, at, group.names);
       if (!quiet) for (const key of group.keys) results.push(['Deleted', [['Key', key]]]);
     } catch (err) {
       const denied = (err as { status?: number }).status === 403 || (err as { status?: number }).status === 404;

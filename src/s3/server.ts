@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { CofferService } from '../service/service.js';
 import { installAuthentication } from '../origin/auth/hook.js';
-import { installRequestTimeouts, timeoutServerOptions } from '../origin/request-timeouts.js';
+import { installRequestTimeouts, limitConnectionsPerAddress, timeoutServerOptions } from '../origin/request-timeouts.js';
 import { s3Authenticator, targetOf, verifiedOf } from './auth.js';
 import { toS3Error } from './errors.js';
 import { errorDocument } from './xml.js';
@@ -52,6 +52,13 @@ async function* bodyOf(request: FastifyRequest, idleTimeoutMs: number): AsyncGen
   }
 }
 
+/** Whether a request still has body bytes unread: then its connection is not kept for another request. */
+function bodyLeftUnread(raw: IncomingMessage): boolean {
+  if (raw.readableEnded) return false;
+  const length = raw.headers['content-length'];
+  return raw.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
 function send(reply: FastifyReply, answer: S3Answer, head: boolean): FastifyReply {
   reply.code(answer.status ?? 200);
   for (const [name, value] of Object.entries(answer.headers ?? {})) reply.header(name, value);
@@ -75,7 +82,7 @@ export async function registerS3Routes(app: FastifyInstance, opts: S3RoutesOptio
       const err = toS3Error(error, { bucket, key, uploadId });
       if (err.status >= 500) request.log.error({ err: error }, 's3 request failed');
       // A body left unread is not waited for.
-      if (!request.raw.readableEnded) reply.header('connection', 'close');
+      if (bodyLeftUnread(request.raw)) reply.header('connection', 'close');
       for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
       reply.code(err.status).header('x-amz-request-id', request.id);
       if (request.method === 'HEAD') return reply.send();
@@ -97,7 +104,7 @@ export async function registerS3Routes(app: FastifyInstance, opts: S3RoutesOptio
       };
       const answer = await operationOf(r)(r);
       reply.header('x-amz-request-id', request.id);
-      if (!raw.readableEnded) reply.header('connection', 'close');
+      if (bodyLeftUnread(raw)) reply.header('connection', 'close');
       return send(reply, answer, request.method === 'HEAD');
     };
     for (const url of ['/', '/*']) {
@@ -132,6 +139,7 @@ export async function buildS3App(opts: S3AppOptions): Promise<FastifyInstance> {
     forceCloseConnections: 'idle',
   });
   installRequestTimeouts(app, timeouts);
+  limitConnectionsPerAddress(app.server);
   installAuthentication(app, { accessKey: opts.accessKey, service: opts.service, edgeTokens: [], rateLimit: opts.rateLimit, s3: s3Authenticator(opts.service) });
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({ method: request.method, url: request.url.split('?')[0], status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 100) / 100 }, 's3 request');

@@ -200,7 +200,13 @@ export async function verifyRequest(req: IncomingSigned, lookup: CredentialLooku
   const authorization = headers.get('authorization');
   const presigned = query.has('X-Amz-Algorithm') || query.has('X-Amz-Signature') || query.has('X-Amz-Credential');
   if (authorization !== undefined && presigned) throw s3Errors.invalidArgument('Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter or the Authorization header should be specified.', 'Authorization');
-  if (authorization === undefined && !presigned) throw s3Errors.accessDenied('Anonymous requests are not supported: sign the request with an access key (AWS Signature Version 4).');
+  if (authorization === undefined && !presigned) {
+    // aws CLI v1's `s3 presign` signs with Signature Version 2 unless told otherwise.
+    if (query.has('AWSAccessKeyId') && query.has('Signature')) {
+      throw s3Errors.invalidArgument('Signature Version 2 is not supported: presign with AWS4-HMAC-SHA256 (for the aws CLI v1: s3 = signature_version = s3v4 in its config).', 'AWSAccessKeyId');
+    }
+    throw s3Errors.accessDenied('Anonymous requests are not supported: sign the request with an access key (AWS Signature Version 4).');
+  }
 
   let parsed: Parsed;
   let time: number;

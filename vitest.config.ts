@@ -6,19 +6,20 @@ import { defineConfig } from 'vitest/config';
  * test/helpers/origin.ts gives each test origin a fresh database and a fresh bucket.
  *
  * Left out of `postgres-s3`, with the reason:
-  'cli', 'cli-client', 'cli-keys', 'docs', 'example-signed-link', 'edge', 'webhooks-crash',
-  'multi-origin', 'postgres-concurrency', 'upload-s3', 'field-order',
+ * - cli.test.ts, cli-client.test.ts, cli-keys.test.ts, docs.test.ts, example-signed-link.test.ts,
  *   edge.test.ts, webhooks-crash.test.ts: spawn their own CLI/origin processes with embedded storage, not startTestOrigin;
  * - multi-origin.test.ts, postgres-concurrency.test.ts, upload-s3.test.ts: choose their storage
  *   themselves (already PostgreSQL and/or S3);
  * - field-order.test.ts: 480 parts of 5 MiB that test the JSON parser, not the store; through
  *   s3rver they would take minutes. Body-first and body-last parts of 5 MiB into S3 are in
- *   upload-s3.test.ts, and every other upload test runs in `postgres-s3`.
+ *   upload-s3.test.ts, and every other upload test runs in `postgres-s3`;
+ * - s3-auth.test.ts, s3-clients.test.ts, s3-edges.test.ts: check signatures, scopes, what
+ *   outside S3 clients send and the edges' purge, which no storage changes (s3-objects and
+ *   s3-multipart run on both).
  */
 const e2eElsewhere = [
   'cli', 'cli-client', 'cli-keys', 'docs', 'example-signed-link', 'edge', 'webhooks-crash',
-  'multi-origin', 'postgres-concurrency', 'upload-s3', 'field-order',
-  'multi-origin', 'postgres-concurrency', 'upload-s3', 'field-order',
+  'multi-origin', 'postgres-concurrency', 'upload-s3', 'field-order', 's3-auth', 's3-clients', 's3-edges',
 ].map((name) => `test/e2e/${name}.test.ts`);
 
 const shared = {

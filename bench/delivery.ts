@@ -291,6 +291,7 @@ async function startCoffer(opts: Options, pin: Pinning | null, workDir: string):
       env: {
         ...cleanEnv(),
         COFFER_PORT: "0",
+        COFFER_S3_PORT: "0",
         COFFER_HOST: "127.0.0.1",
         COFFER_DATA_DIR: originDir,
         COFFER_ACCESS_KEY: accessKey,

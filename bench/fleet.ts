@@ -204,6 +204,7 @@ async function startFleet(opts: Options, workDir: string): Promise<Fleet> {
       env: {
         ...cleanEnv(),
         COFFER_PORT: "0",
+        COFFER_S3_PORT: "0",
         COFFER_HOST: "127.0.0.1",
         COFFER_DATA_DIR: originDir,
         COFFER_ACCESS_KEY: accessKey,

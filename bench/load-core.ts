@@ -147,7 +147,7 @@ async function startFleet(opts: LoadOptions, work: string, children: Child[]): P
   const spec = (name: string, args: string[], extra: Record<string, string>): SpawnSpec => ({
     name, command: process.execPath, args: [opts.entry, ...args], env: { ...env, ...shared, ...extra },
   });
-  const origin = await Child.spawn(spec("origin", ["origin"], { COFFER_PORT: "0", COFFER_DATA_DIR: path.join(work, "origin"), COFFER_ACCESS_KEY: key, COFFER_CDN_URL: "http://cdn.invalid" }));
+  const origin = await Child.spawn(spec("origin", ["origin"], { COFFER_PORT: "0", COFFER_S3_PORT: "0", COFFER_DATA_DIR: path.join(work, "origin"), COFFER_ACCESS_KEY: key, COFFER_CDN_URL: "http://cdn.invalid" }));
   children.push(origin);
   const originUrl = await origin.waitForLine(/origin listening on (http:\/\/\S+)/, 60_000);
   const edges = await Promise.all(Array.from({ length: opts.edges }, async (_, i) => {

@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   const { child: origin, match: url } = await Child.start({
     name: "origin", command: process.execPath, args: [DEFAULT_ENTRY, "origin"],
     env: {
-      ...env, COFFER_PORT: "0", COFFER_HOST: "127.0.0.1", COFFER_DATA_DIR: path.join(work, "origin"), COFFER_ACCESS_KEY: key,
+      ...env, COFFER_PORT: "0", COFFER_S3_PORT: "0", COFFER_HOST: "127.0.0.1", COFFER_DATA_DIR: path.join(work, "origin"), COFFER_ACCESS_KEY: key,
       COFFER_SIGNING_SECRET: randomBytes(16).toString("hex"), COFFER_EDGE_TOKEN: randomBytes(16).toString("hex"), COFFER_LOG_LEVEL: "warn",
       COFFER_WEBHOOK_ALLOW_PRIVATE: "1",
     },

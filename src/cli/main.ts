@@ -82,6 +82,7 @@ async function runOrigin(options: Record<string, string | undefined>): Promise<v
   restrictNewFiles();
   const origin = await startOrigin(config, { announce: announce(config.dataDir) });
   process.stdout.write(`origin listening on ${origin.url}\n`);
+  process.stdout.write(`s3 listening on ${origin.s3Url}\n`);
   untilSignal(() => origin.close());
 }
 
@@ -90,6 +91,7 @@ async function runServe(options: Record<string, string | undefined>): Promise<vo
   restrictNewFiles();
   const origin = await startOrigin(config, { announce: announce(config.dataDir) });
   process.stdout.write(`origin listening on ${origin.url}\n`);
+  process.stdout.write(`s3 listening on ${origin.s3Url}\n`);
   const { signingSecrets, edgeTokens } = origin.credentials;
   const edge = await startEdge({ ...config, signingSecrets, edgeTokens }, origin.url, { cacheDir: join(config.dataDir, 'edge-cache') });
   // With COFFER_EDGE_PORT=0 the delivery address is known only now.

@@ -8,6 +8,8 @@ export interface Config {
   host: string;
   port: number;
   edgePort: number;
+  /** The S3 interface's port (contract §12). */
+  s3Port: number;
   baseUrl: string;
   cdnUrl: string;
   dataDir: string;
@@ -47,6 +49,7 @@ export const SETTINGS = [
   ['COFFER_HOST', 'address to bind (default 127.0.0.1)'],
   ['COFFER_PORT', 'origin port; 0 picks a free one (default 8080)'],
   ['COFFER_EDGE_PORT', 'edge port (default 8081)'],
+  ['COFFER_S3_PORT', 'S3 interface port for serve and origin; 0 picks a free one (default 8082)'],
   ['COFFER_BASE_URL', 'public address of the origin'],
   ['COFFER_CDN_URL', 'public address of the delivery network'],
   ['COFFER_DATA_DIR', 'data directory (default ./data)'],
@@ -107,13 +110,15 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
   const host = get('COFFER_HOST') || '127.0.0.1';
   const port = integer('COFFER_PORT', get('COFFER_PORT'), 8080);
   const edgePort = integer('COFFER_EDGE_PORT', get('COFFER_EDGE_PORT'), 8081);
-  if (port > 65535 || edgePort > 65535) throw new ConfigError('Ports must be from 0 to 65535.');
+  const s3Port = integer('COFFER_S3_PORT', get('COFFER_S3_PORT'), 8082);
+  if (port > 65535 || edgePort > 65535 || s3Port > 65535) throw new ConfigError('Ports must be from 0 to 65535.');
   const urlHost = host.includes(':') ? `[${host}]` : host;
   const secrets = (get('COFFER_SIGNING_SECRET') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   return {
     host,
     port,
     edgePort,
+    s3Port,
     baseUrl: url('COFFER_BASE_URL', get('COFFER_BASE_URL') || `http://${urlHost}:${port}`),
     cdnUrl: url('COFFER_CDN_URL', get('COFFER_CDN_URL') || `http://${urlHost}:${edgePort}`),
     dataDir: get('COFFER_DATA_DIR') || './data',

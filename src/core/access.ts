@@ -19,6 +19,8 @@ export interface StoredKey {
   expires_at: number | null;
   revoked_at: number | null;
   last_used_at: number | null;
+  /** The key's SigV4 signing secret, sealed (core/key-seal.ts); null for keys made before S3 access existed. */
+  sigv4_secret?: string | null;
 }
 
 /** An upload grant: what a browser holding it may upload. Only the SHA-256 of its secret is kept. */

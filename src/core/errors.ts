@@ -55,6 +55,7 @@ export const errors = {
     new CofferError(409, 'upload_completed', 'This upload is already complete; its parts can no longer change.'),
   uploadNotComplete: (fileId: string) =>
     new CofferError(409, 'upload_not_complete', 'The file is still uploading; complete the upload first.', { file_id: fileId }),
+  s3Upload: () => new CofferError(409, 's3_upload', 'This upload was started through the S3 interface: complete it there (CompleteMultipartUpload).'),
   folderNotEmpty: (folderId: string, files: number, folders: number) =>
     new CofferError(409, 'folder_not_empty', 'The folder is not empty; delete its contents first or pass "recursive": true.', { folder_id: folderId, files, folders }),
   folderExists: (name: string, existingId: string) =>

@@ -18,3 +18,16 @@ export function validateName(raw: string, field = 'name'): string {
 
 /** The key that name sorting and search compare: case-folded, the same on every database. */
 export const nameKey = (name: string): string => name.normalize('NFC').toLowerCase();
+
+/** S3's order of keys: bytes of UTF-8, which is code point order (not JavaScript's UTF-16 order). */
+export function compareKeys(a: string, b: string): number {
+  for (let i = 0, j = 0; ; ) {
+    if (i >= a.length) return j >= b.length ? 0 : -1;
+    if (j >= b.length) return 1;
+    const x = a.codePointAt(i)!;
+    const y = b.codePointAt(j)!;
+    if (x !== y) return x < y ? -1 : 1;
+    i += x > 0xffff ? 2 : 1;
+    j += y > 0xffff ? 2 : 1;
+  }
+}

@@ -15,6 +15,8 @@ export interface StoredFolder {
   parent_id: string | null;
   created_at: number;
   updated_at: number;
+  /** 1 when the S3 interface made it for a key's path: it goes again once the S3 interface empties it. */
+  s3_implicit?: number | null;
 }
 
 export interface StoredFile {
@@ -39,14 +41,21 @@ export interface StoredFile {
   grant_id: string | null;
   /** Signed links issued up to this time (Unix ms) are revoked. */
   links_revoked_at: number | null;
+  /** The S3 interface's ETag (contract §12): the MD5 of a single PUT, S3's multipart form otherwise; null when made elsewhere. */
+  s3_etag?: string | null;
+  /** What an S3 client stored with the object (x-amz-meta-* and a few headers), as JSON; null when none. */
+  s3_meta?: string | null;
 }
 
 export interface StoredPart {
   file_id: string;
   part_number: number;
   size: number;
+  /** The blob store's name for this version of the part. */
   etag: string;
   updated_at: number;
+  /** The MD5 (hex) of the part's bytes, for parts sent through the S3 interface. */
+  md5?: string | null;
 }
 
 export type EventType = 'file.ready' | 'file.updated' | 'file.deleted' | 'folder.created' | 'folder.updated' | 'folder.deleted' | 'upload.expired';
@@ -181,8 +190,39 @@ export interface TusRows {
   partialBytesOfGrant(grantId: string): Promise<number>;
 }
 
+/** An S3 multipart upload (contract §12): the file it makes, and where, as the S3 client named it. */
+export interface S3Upload {
+  file_id: string;
+  /** The top-level folder the bucket is. */
+  bucket_id: string;
+  /** The object's key inside the bucket. */
+  object_key: string;
+  created_at: number;
+}
+
+/** One entry of a folder in S3 key order: a ready file under its name, a folder under its name and "/". */
+export type S3Entry = { kind: 'file'; key: string; file: StoredFile } | { kind: 'folder'; key: string; folder: StoredFolder };
+
+/** What the S3 interface asks of the store beyond the rest (contract §12). */
+export interface S3Rows {
+  /** The ready files of a folder with exactly this name, newest (last completed) first. */
+  filesNamed(folderId: string | null, name: string, lock?: RowLock): Promise<StoredFile[]>;
+  /**
+   * Up to `limit` entries of a folder whose key sorts after `after` (bytes of UTF-8; null: from
+   * the start), in that order; of several files with one name, the newest comes first.
+   * `more` is false once nothing follows the last one.
+   */
+  entries(folderId: string | null, after: string | null, limit: number): Promise<{ entries: S3Entry[]; more: boolean }>;
+  insertUpload(upload: S3Upload): Promise<void>;
+  getUpload(fileId: string): Promise<S3Upload | undefined>;
+  deleteUpload(fileId: string): Promise<void>;
+  /** Uploads of a bucket whose key starts with `prefix`, ordered by key then file id, after the given pair. */
+  listUploads(bucketId: string, prefix: string, after: { key: string; fileId: string } | null, limit: number): Promise<S3Upload[]>;
+}
+
 /** Operations inside one transaction: all of them commit together or none does. */
 export interface MetadataTx {
+  readonly s3: S3Rows;
   readonly keys: KeyRows;
   readonly grants: GrantRows;
   readonly webhooks: WebhookRows;

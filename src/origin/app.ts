@@ -11,7 +11,9 @@ import { ErrorBody } from '../core/api.js';
 import { DEFAULT_SESSION_TTL_SECONDS, type CofferService } from '../service/service.js';
 import { CSRF_HEADER } from './auth/session-cookie.js';
 import { installAuthentication } from './auth/hook.js';
-import { declareScope } from './auth/access.js';
+import { accessOf, declareScope } from './auth/access.js';
+import { registerS3Routes } from '../s3/server.js';
+import { s3Authenticator } from '../s3/auth.js';
 import { registerSessionRoutes } from './session-routes.js';
 import { DEFAULT_PLAYGROUND_DIR, registerPlayground } from './playground.js';
 import { registerChunkRoute } from './chunk-route.js';
@@ -175,11 +177,14 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   // After the shutdown check: decided by the route the router matched, never by how the path was spelled.
   installAuthentication(app, {
     accessKey: opts.accessKey, service: opts.service, edgeTokens: opts.edges?.tokens ?? [], rateLimit: opts.rateLimit, metricsToken: opts.metricsToken,
+    s3: s3Authenticator(opts.service),
   });
   opts.metrics?.install(app);
 
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info({ method: request.method, url: request.url, status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
+    // A presigned S3 URL's query is a credential: it stays out of the log.
+    const url = accessOf(request) === 's3' ? request.url.split('?')[0] : request.url;
+    request.log.info({ method: request.method, url, status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -232,6 +237,9 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
       handler: async (request) => e.handle(service, request.body as never, request.caller!),
     });
   }
+
+  // The S3 interface (contract §12), for clients that accept an endpoint with a path.
+  await registerS3Routes(app, { service, prefix: '/s3', idleTimeoutMs: timeouts.idleTimeoutMs });
 
   await registerChunkRoute(app, service, ERROR_RESPONSES);
   await registerTus(app, {

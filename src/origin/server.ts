@@ -8,6 +8,7 @@ import { CofferService } from '../service/service.js';
 import { WebhookSender } from './webhook-sender.js';
 import { originMetrics } from './metrics.js';
 import { buildOriginApp } from './app.js';
+import { buildS3App } from '../s3/server.js';
 import { EdgeHub } from './edge-hub.js';
 import { openEventWake } from './event-wake.js';
 import { join } from 'node:path';
@@ -15,6 +16,9 @@ import { join } from 'node:path';
 export interface RunningOrigin {
   url: string;
   port: number;
+  /** The S3 interface at the root of its own port (contract §12). */
+  s3Url: string;
+  s3Port: number;
   app: FastifyInstance;
   service: CofferService;
   credentials: Credentials;
@@ -46,6 +50,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
   const service = new CofferService(meta, blobs, {
     cdnUrl: config.cdnUrl,
     signingSecrets: credentials.signingSecrets,
+    rootKey: credentials.accessKey,
     uploadTtlSeconds: config.uploadTtl,
     sessionTtlSeconds: config.sessionTtl,
     maxFileSize: config.maxFileSize,
@@ -100,10 +105,22 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
   const timer = setInterval(sweep, sweepInterval(Math.min(config.uploadTtl, config.sessionTtl)));
   timer.unref();
 
+  const s3App = await buildS3App({
+    service, accessKey: credentials.accessKey, rateLimit: config.rateLimit, logLevel: config.logLevel,
+    headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs, ...(opts.logStream ? { logStream: opts.logStream } : {}),
+  });
   await app.listen({ host: config.host, port: config.port });
+  try {
+    await s3App.listen({ host: config.host, port: config.s3Port });
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
   webhooks.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
+  const s3Address = s3App.server.address();
+  const s3Port = typeof s3Address === 'object' && s3Address ? s3Address.port : config.s3Port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   // With port 0 the default base URL is known only now.
   if (config.baseUrl.endsWith(':0')) config.baseUrl = `http://${host}:${port}`;
@@ -112,6 +129,8 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
   return {
     url: `http://${host}:${port}`,
     port,
+    s3Url: `http://${host}:${s3Port}`,
+    s3Port,
     app,
     service,
     credentials,
@@ -121,7 +140,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
         clearInterval(timer);
         // In-flight requests finish; then nothing is left writing.
         hub.endStreams();
-        await app.close();
+        await Promise.all([app.close(), s3App.close()]);
         await webhooks.close();
         await hub.close();
         await service.uploads.drain();

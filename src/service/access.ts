@@ -98,3 +98,32 @@ export async function takeGrantFile(tx: MetadataTx, caller: Caller): Promise<voi
     throw errors.forbidden(`This grant allows ${caller.grant.max_files} file(s) and all have been started.`, { max_files: caller.grant.max_files });
   }
 }
+
+/**
+ * What a caller sees of the tree by path (the S3 interface, contract §12): everything, or its
+ * own folder's subtree plus the folders on the way down to it, which it must name to get there
+ * (their names only: no file and no other folder of theirs).
+ */
+export type Sight = { top: string; above: ReadonlySet<string> } | null;
+
+/** Where a folder stands in a caller's sight: in its reach, on the way to it. */
+export type Place = 'inside' | 'above';
+
+export async function sightOf(tx: MetadataTx, caller: Caller): Promise<Sight> {
+  const top = reachOf(caller);
+  if (top === null) return null;
+  const chain = await tx.folderChain(top);
+  // A chain cut short has ancestors unseen: the caller sees its subtree alone.
+  const above = chainIsComplete(chain) ? chain.slice(1).map((f) => f.id) : [];
+  return { top, above: new Set(above) };
+}
+
+/** The root's place: above a confined caller's folder, inside an unconfined caller's reach. */
+export const rootPlace = (sight: Sight): Place => (sight === null ? 'inside' : 'above');
+
+/** The place of a folder under a parent of known place; null when the caller does not see it. */
+export function childPlace(sight: Sight, parent: Place, folderId: string): Place | null {
+  if (parent === 'inside' || sight === null) return 'inside';
+  if (folderId === sight.top) return 'inside';
+  return sight.above.has(folderId) ? 'above' : null;
+}

@@ -8,6 +8,7 @@ import type { BlobStore, MetadataStore, MetadataTx, RowLock, StoredFile, StoredF
 import type { FileRecord, FolderRecord } from '../core/api.js';
 import { ROOT_CONTEXT, chainIsComplete, contextOfChain, fileRecord, folderRecord, type FolderContext } from './records.js';
 import { Trash } from './trash.js';
+import { PartRecords } from './part-records.js';
 import type { Caller } from '../core/access.js';
 import { fileInReach, requireFolderInReach } from './access.js';
 
@@ -19,6 +20,11 @@ export interface ServiceOptions {
   /** How long a Playground session lasts; 12 hours when not given. */
   sessionTtlSeconds?: number;
   maxFileSize: number;
+  /**
+   * The root access key: keys made while it is set get a SigV4 secret sealed under it, for the
+   * S3 interface (core/key-seal.ts). Unset: keys work with Bearer only.
+   */
+  rootKey?: string;
   /** Webhook receivers may be on loopback and private addresses. */
   webhookAllowPrivate?: boolean;
   now?: () => number;
@@ -34,10 +40,13 @@ export class ServiceContext {
   /** Replaced by the edge feed, which holds answers until edges have acknowledged. */
   publish: EventPublisher = async () => {};
   readonly trash: Trash;
+  /** Parts answered and not yet recorded, whichever way they came. */
+  readonly parts: PartRecords;
 
   constructor(readonly meta: MetadataStore, readonly blobs: BlobStore, readonly opts: ServiceOptions) {
     this.now = opts.now ?? Date.now;
     this.trash = new Trash(meta, blobs, opts.onBackgroundError);
+    this.parts = new PartRecords(this);
   }
 
   async folderContext(tx: MetadataTx, folderId: string | null): Promise<FolderContext> {

@@ -9,7 +9,8 @@ import { validateName } from '../core/names.js';
 import { isoTime, parseVisibility } from '../core/records.js';
 import { isSendableContentType } from '../core/file-types.js';
 import { MAX_EXPIRY_SECONDS } from '../core/signing.js';
-import { GRANT_PREFIX, KEY_PREFIX, SCOPES, type Caller, type Scope, type StoredGrant, type StoredKey } from '../core/access.js';
+import { openSecret, sealSecret, sealingKey, sigv4Secret } from '../core/key-seal.js';
+import { GRANT_PREFIX, KEY_PREFIX, SCOPES, parseScopes, type Caller, type Scope, type StoredGrant, type StoredKey } from '../core/access.js';
 import type { MetadataTx } from '../core/ports.js';
 import type {
   CreateGrantRequest, CreateGrantResponse, CreateKeyRequest, CreateKeyResponse, KeyRecord, ListKeysResponse, RevokeKeyResponse,
@@ -45,8 +46,36 @@ function wholeNumber(value: number | null | undefined, fallback: number | null, 
   return value;
 }
 
+/** What the S3 interface learns of an access key id: the caller it stands for and its SigV4 secret, or why not. */
+export type S3Credential =
+  | { ok: true; caller: Caller; secret: Buffer }
+  | { ok: false; reason: 'unknown' | 'revoked' | 'expired' | 'not_sealed' };
+
+/** A key's last use is written at most this often, so a busy key does not write on every request. */
+const TOUCH_INTERVAL_MS = 60_000;
+
 export class Credentials {
-  constructor(private readonly c: ServiceContext) {}
+  private readonly sealing: Buffer | null;
+
+  constructor(private readonly c: ServiceContext) {
+    this.sealing = c.opts.rootKey ? sealingKey(c.opts.rootKey) : null;
+  }
+
+  /**
+   * The key an S3 request names by its access key id (contract §12), read on every request so
+   * a revoked key fails at once. `not_sealed`: made before S3 access, or under another root key.
+   */
+  async s3Credential(keyId: string): Promise<S3Credential> {
+    const row = await this.c.meta.read.keys.get(keyId);
+    if (!row) return { ok: false, reason: 'unknown' };
+    const at = this.c.now();
+    if (row.revoked_at !== null) return { ok: false, reason: 'revoked' };
+    if (row.expires_at !== null && row.expires_at <= at) return { ok: false, reason: 'expired' };
+    const secret = this.sealing && row.sigv4_secret ? openSecret(this.sealing, row.id, row.sigv4_secret) : null;
+    if (!secret) return { ok: false, reason: 'not_sealed' };
+    if (row.last_used_at === null || row.last_used_at < at - TOUCH_INTERVAL_MS) this.c.meta.read.keys.touch(row.id, at).catch(() => {});
+    return { ok: true, caller: { kind: 'key', keyId: row.id, scopes: parseScopes(row.scopes), folderId: row.folder_id }, secret };
+  }
 
   /** Whether a confined caller reaches the folder a key is confined to (the root: only unconfined callers). */
   private async reaches(tx: MetadataTx, caller: Caller, folderId: string | null): Promise<boolean> {
@@ -78,11 +107,13 @@ export class Credentials {
       id: newId(), name, secret_hash: hashOf(secret), scopes: scopes.join(','), folder_id: folderId, created_at: now,
       expires_at: seconds === null ? null : now + seconds * 1000, revoked_at: null, last_used_at: null,
     };
+    const key = `${KEY_PREFIX}_${row.id}.${secret}`;
+    if (this.sealing) row.sigv4_secret = sealSecret(this.sealing, row.id, sigv4Secret(key));
     await this.c.meta.transaction(async (tx) => {
       if (folderId !== null) await this.c.requireFolder(tx, folderId, 'folder_id', 'share');
       await tx.keys.insert(row);
     });
-    return { ...keyRecord(row), key: `${KEY_PREFIX}_${row.id}.${secret}` };
+    return { ...keyRecord(row), key };
   }
 
   async listKeys(caller: Caller): Promise<ListKeysResponse> {

@@ -1,6 +1,7 @@
 /**
  * The service: every rule of contract §4–§6 over the ports, one aggregate per part
- * (uploads and tus, tree, listing, files, links, sessions, credentials, webhooks, usage); who may do what is decided in access.ts. No HTTP
+ * (uploads and tus, tree, listing, files, links, sessions, credentials, webhooks, usage; paths, objects and
+ * multipart for the S3 interface); who may do what is decided in access.ts. No HTTP
  * here: routes hand in plain values and get records back or a CofferError.
  */
 import type { BlobStore, MetadataStore } from '../core/ports.js';
@@ -15,6 +16,9 @@ import { Credentials } from './credentials.js';
 import { Webhooks } from './webhooks.js';
 import { Usage } from './usage.js';
 import { TusUploads } from './tus-uploads.js';
+import { Paths } from './paths.js';
+import { Objects } from './objects.js';
+import { Multipart } from './multipart.js';
 
 export type { EventPublisher, ServiceOptions } from './context.js';
 export type { PartInput } from './uploads.js';
@@ -32,6 +36,9 @@ export class CofferService {
   readonly webhooks: Webhooks;
   readonly usage: Usage;
   readonly tus: TusUploads;
+  readonly paths: Paths;
+  readonly objects: Objects;
+  readonly multipart: Multipart;
 
   constructor(readonly meta: MetadataStore, readonly blobs: BlobStore, readonly opts: ServiceOptions) {
     this.c = new ServiceContext(meta, blobs, opts);
@@ -45,6 +52,9 @@ export class CofferService {
     this.webhooks = new Webhooks(this.c, () => opts.webhookAllowPrivate ?? false);
     this.usage = new Usage(this.c);
     this.tus = new TusUploads(this.c, this.uploads);
+    this.paths = new Paths(this.c);
+    this.objects = new Objects(this.c, this.uploads, this.paths);
+    this.multipart = new Multipart(this.c, this.paths);
   }
 
   /** The edge feed registers here to hold answers until edges have acknowledged. */

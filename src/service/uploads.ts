@@ -12,12 +12,12 @@ import { CHUNK_SIZE, checkDeclaredSize, checkPartNumber, expectedPartSize, missi
 import type { CommittedPart, MetadataTx, PartWriter, StoredFile } from '../core/ports.js';
 import { UploadGoneError } from '../core/ports.js';
 import type { FileRecord, InitiateUploadRequest, UploadPartResponse, UploadSession, UploadStatusResponse } from '../core/api.js';
-import { fileEventData, fileRecord } from './records.js';
 import { BufferedPartWriter, DiscardingPartWriter } from './part-writers.js';
 import type { ServiceContext } from './context.js';
 import type { Caller } from '../core/access.js';
 import { checkGrantLimits, defaultUploadFolder, fileInReach, requireFolderInReach, requireUploader, takeGrantFile } from './access.js';
 import { removeFiles } from './trash.js';
+import { joinParts } from './completion.js';
 
 export interface PartInput {
   caller: Caller;
@@ -46,7 +46,6 @@ function partTargetOf(fields: Record<string, unknown> | null): PartTarget | null
 const sameTarget = (a: PartTarget, b: PartTarget): boolean =>
   a.bucket === b.bucket && a.key === b.key && a.uploadId === b.uploadId && a.fileId === b.fileId && a.partNumber === b.partNumber;
 
-const COMPLETE_ATTEMPTS = 3;
 
 export class Uploads {
   constructor(private readonly c: ServiceContext) {}
@@ -167,7 +166,7 @@ export class Uploads {
       }
       // A part sent again replaces one the client was told it has: that answer must not be
       // given until the new version is recorded for good, or a crash could bring the old one back.
-      const replacing = this.pendingParts.get(file.id)?.has(input.partNumber) || (await this.c.meta.read.getPart(file.id, input.partNumber)) !== undefined;
+      const replacing = this.c.parts.has(file.id, input.partNumber) || (await this.c.meta.read.getPart(file.id, input.partNumber)) !== undefined;
       let part: CommittedPart;
       try {
         part = await this.c.blobs.commitPart(file.blob_key, input.uploadId, input.partNumber, writer);
@@ -178,7 +177,7 @@ export class Uploads {
         throw errors.uploadNotFound();
       }
       handedOver = true;
-      const recorded = this.recordWhenDurable(file, input.partNumber, part, replacing);
+      const recorded = this.c.parts.record(file, input.partNumber, part, replacing);
       // Several origins may share a PostgreSQL store, and the complete may reach another one,
       // which knows only recorded parts: there every part is answered once it is recorded.
       if ((replacing || this.c.meta.dialect === 'postgres') && !(await recorded)) {
@@ -187,7 +186,7 @@ export class Uploads {
         throw errors.unavailable('The part could not be stored; send it again.');
       }
       const received = new Set(await this.c.meta.read.partNumbers(file.id));
-      for (const n of this.pendingParts.get(file.id)?.keys() ?? []) received.add(n);
+      for (const n of this.c.parts.numbers(file.id)) received.add(n);
       return { file_id: file.id, partNumber: input.partNumber, size: part.size, etag: part.etag, received_parts: received.size, part_count: count };
     } finally {
       if (!handedOver) {
@@ -197,68 +196,9 @@ export class Uploads {
     }
   }
 
-  /**
-   * Parts answered but not yet recorded, by file and part number. A part is recorded only
-   * once its bytes are on disk for good, so the store never lists a part a power cut could
-   * take back; the flush overlaps the next parts' transfer instead of delaying this answer.
-   */
-  private readonly pendingParts = new Map<string, Map<number, Promise<boolean>>>();
-
-  /** Resolves true once the part is recorded, false when it was dropped instead (the upload moved on, or the flush failed). */
-  private recordWhenDurable(file: StoredFile, partNumber: number, part: CommittedPart, durableRecord: boolean): Promise<boolean> {
-    let byPart = this.pendingParts.get(file.id);
-    if (!byPart) {
-      byPart = new Map();
-      this.pendingParts.set(file.id, byPart);
-    }
-    const parts = byPart;
-    const drop = (etag: string) => this.c.blobs.dropPart(file.blob_key, file.upload_id!, partNumber, etag).catch(() => {});
-    // Versions of one part are recorded in the order they arrived.
-    const task: Promise<boolean> = (parts.get(partNumber) ?? Promise.resolve(true))
-      .then(async () => {
-        try {
-          await part.durable;
-        } catch (err) {
-          this.c.opts.onBackgroundError?.(`flushing part ${partNumber} of ${file.id}`, err);
-          await drop(part.etag);
-          return false;
-        }
-        const outcome = await this.c.meta.transaction(async (tx) => {
-          // Shared: parts of one file are recorded side by side, never while a complete or a delete decides.
-          const current = await tx.getFile(file.id, 'share');
-          if (!current || current.status !== 'uploading' || current.upload_id !== file.upload_id) return { stale: true as const };
-          const previous = await tx.getPart(file.id, partNumber);
-          await tx.upsertPart({ file_id: file.id, part_number: partNumber, size: part.size, etag: part.etag, updated_at: this.c.now() });
-          return { stale: false as const, previous };
-        }, { durable: durableRecord });
-        if (outcome.stale) {
-          await drop(part.etag);
-          return false;
-        }
-        if (outcome.previous && outcome.previous.etag !== part.etag) await drop(outcome.previous.etag);
-        return true;
-      })
-      .catch((err) => {
-        this.c.opts.onBackgroundError?.(`recording part ${partNumber} of ${file.id}`, err);
-        return false;
-      })
-      .finally(() => {
-        if (parts.get(partNumber) === task) parts.delete(partNumber);
-        if (parts.size === 0 && this.pendingParts.get(file.id) === parts) this.pendingParts.delete(file.id);
-      });
-    parts.set(partNumber, task);
-    return task;
-  }
-
   /** Waits for every answered part of every upload to be recorded: before a shutdown. */
-  async drain(): Promise<void> {
-    while (this.pendingParts.size > 0) await Promise.all([...this.pendingParts.keys()].map((id) => this.settleParts(id)));
-  }
-
-  /** Waits until every part answered so far is recorded (or dropped). */
-  private async settleParts(fileId: string): Promise<void> {
-    const byPart = this.pendingParts.get(fileId);
-    if (byPart) await Promise.all(byPart.values());
+  drain(): Promise<void> {
+    return this.c.parts.drain();
   }
 
   /** One completion per file at a time in this process: two joins racing over one object help nobody. */
@@ -283,9 +223,10 @@ export class Uploads {
   }
 
   private async completeOnce(fileId: string): Promise<FileRecord> {
-    await this.settleParts(fileId);
+    await this.c.parts.settle(fileId);
     const file = await this.c.requireFile(this.c.meta.read, fileId);
     if (file.status === 'ready') return this.c.toFileRecord(this.c.meta.read, file);
+    if (await this.c.meta.read.s3.getUpload(fileId)) throw errors.s3Upload();
     // One join per file among every origin sharing the store: another completion of the same
     // file waits here, then finds it ready and answers the same record.
     const outcome = await this.c.meta.exclusive(`complete:${fileId}`, () => this.completeExclusively(fileId));
@@ -294,66 +235,21 @@ export class Uploads {
     return outcome.record;
   }
 
-  private async completeExclusively(fileId: string): Promise<{ record: FileRecord; seq: number }> {
-    for (let attempt = 1; ; attempt++) {
-      const file = await this.c.requireFile(this.c.meta.read, fileId);
-      if (file.status === 'ready') {
-        // Completed by another origin: answer once the edges have what it published.
-        return { record: await this.c.toFileRecord(this.c.meta.read, file), seq: await this.c.meta.lastEventSeq() };
-      }
-      const parts = await this.c.meta.read.listParts(fileId);
-      const missing = missingParts(partCount(file.size), parts.map((p) => p.part_number));
-      if (missing.length > 0) {
-        // Parts go only with their file: read after them, a file still there means they are missing.
-        if ((await this.c.requireFile(this.c.meta.read, fileId)).status === 'ready') continue;
-        throw errors.missingParts(missing);
-      }
-      let digest: { size: number; sha256: string };
-      try {
-        digest = await this.c.blobs.completeMultipart(file.blob_key, file.upload_id!, parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })));
-      } catch (err) {
-        // A part replaced while it was being joined: join again from the new list. An upload
-        // that is gone (aborted, deleted) is answered from the state read again.
-        if (attempt < COMPLETE_ATTEMPTS) continue;
-        throw err;
-      }
-      const outcome = await this.c.meta.transaction(async (tx) => {
-        // Locked: a delete, an abort or an update of this file waits for this decision, and sees it.
-        const current = await tx.getFile(fileId, 'update');
-        if (!current || this.c.isExpired(current)) {
-          // Deleted, aborted or expired while its parts were joined: the object just made is nobody's.
-          await tx.queueBlobDeletion([{ bucket: file.bucket, blob_key: file.blob_key, upload_id: null, object: 1 }], this.c.now());
-          return 'gone' as const;
-        }
-        if (current.status === 'ready') return { record: await this.c.toFileRecord(tx, current), seq: 0 };
-        const now = await tx.listParts(fileId);
-        const same = now.length === parts.length && now.every((p, i) => p.etag === parts[i]!.etag);
-        if (!same) return null;
-        if (digest.size !== current.size) throw new Error(`joined ${digest.size} bytes for a declared size of ${current.size}`);
-        const at = this.c.now();
-        const ready: StoredFile = { ...current, status: 'ready', sha256: digest.sha256, completed_at: at, updated_at: at, upload_expires_at: null };
-        await tx.updateFile(fileId, { status: 'ready', sha256: digest.sha256, completed_at: at, updated_at: at, upload_expires_at: null });
-        await tx.deleteParts(fileId);
-        await tx.queueBlobDeletion([{ bucket: current.bucket, blob_key: current.blob_key, upload_id: current.upload_id, object: 0 }], at);
-        const context = await this.c.folderContext(tx, current.folder_id);
-        const seq = await tx.appendEvent({ type: 'file.ready', file_id: fileId, folder_id: current.folder_id, data: fileEventData(ready, context) }, at);
-        return { record: fileRecord(ready, context, this.c.opts.cdnUrl), seq };
-      });
-      if (outcome === 'gone') {
-        this.c.trash.empty();
-        throw errors.fileNotFound(fileId);
-      }
-      if (outcome === null) {
-        if (attempt < COMPLETE_ATTEMPTS) continue;
-        throw errors.unavailable('The upload kept changing while it was being completed; try again.');
-      }
-      return outcome;
-    }
+  /** Joins every part, all of them required, into a file of the declared size. */
+  private completeExclusively(fileId: string): Promise<{ record: FileRecord; seq: number }> {
+    return joinParts(this.c, fileId, {
+      declaredSize: true,
+      choose: (file, parts) => {
+        const missing = missingParts(partCount(file.size), parts.map((p) => p.part_number));
+        if (missing.length > 0) throw errors.missingParts(missing);
+        return parts;
+      },
+    });
   }
 
   async status(caller: Caller, fileId: string): Promise<UploadStatusResponse> {
     requireUploader(caller);
-    await this.settleParts(fileId);
+    await this.c.parts.settle(fileId);
     const file = await this.c.requireFileFor(this.c.meta.read, caller, fileId);
     const count = partCount(file.size);
     if (file.status === 'ready') {

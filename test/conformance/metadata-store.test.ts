@@ -36,7 +36,7 @@ const T0 = 1_790_000_000_000;
 const id = () => randomBytes(12).toString('base64url');
 
 function folder(name: string, parentId: string | null, over: Partial<StoredFolder> = {}): StoredFolder {
-  return { id: id(), name, name_key: nameKey(name), visibility: 'Public', parent_id: parentId, created_at: T0, updated_at: T0, ...over };
+  return { id: id(), name, name_key: nameKey(name), visibility: 'Public', parent_id: parentId, created_at: T0, updated_at: T0, s3_implicit: null, ...over };
 }
 
 function file(name: string, folderId: string | null, over: Partial<StoredFile> = {}): StoredFile {
@@ -44,7 +44,7 @@ function file(name: string, folderId: string | null, over: Partial<StoredFile> =
   return {
     id: fid, name, name_key: nameKey(name), visibility: 'Private', size: 1234, file_type: 'document', content_type: 'text/plain',
     folder_id: folderId, status: 'ready', sha256: 'ab'.repeat(32), created_at: T0, updated_at: T0, completed_at: T0,
-    bucket: 'local', blob_key: `files/${fid}`, upload_id: null, upload_expires_at: null, grant_id: null, links_revoked_at: null, ...over,
+    bucket: 'local', blob_key: `files/${fid}`, upload_id: null, upload_expires_at: null, grant_id: null, links_revoked_at: null, s3_etag: null, s3_meta: null, ...over,
   };
 }
 
@@ -172,8 +172,9 @@ describe.each(engines)('MetadataStore on %s', (engine, open) => {
     await inTx(async (tx) => {
       for (const n of [3, 1, 2]) await tx.upsertPart({ file_id: f.id, part_number: n, size: 5_242_880, etag: `e${n}`, updated_at: T0 + n });
     });
-    await inTx((tx) => tx.upsertPart({ file_id: f.id, part_number: 2, size: 17, etag: 'e2b', updated_at: T0 + 20 }));
-    expect(await store.read.getPart(f.id, 2)).toEqual({ file_id: f.id, part_number: 2, size: 17, etag: 'e2b', updated_at: T0 + 20 });
+    await inTx((tx) => tx.upsertPart({ file_id: f.id, part_number: 2, size: 17, etag: 'e2b', updated_at: T0 + 20, md5: 'ab'.repeat(16) }));
+    expect(await store.read.getPart(f.id, 2)).toEqual({ file_id: f.id, part_number: 2, size: 17, etag: 'e2b', updated_at: T0 + 20, md5: 'ab'.repeat(16) });
+    expect((await store.read.getPart(f.id, 1))?.md5).toBeNull();
     expect(await store.read.getPart(f.id, 9)).toBeUndefined();
     expect((await store.read.listParts(f.id)).map((p) => [p.part_number, p.etag])).toEqual([[1, 'e1'], [2, 'e2b'], [3, 'e3']]);
     expect((await store.read.partNumbers(f.id)).sort()).toEqual([1, 2, 3]);
@@ -294,6 +295,79 @@ describe.each(engines)('MetadataStore on %s', (engine, open) => {
     const g = folder('not-durable', null);
     await store.transaction((tx) => tx.insertFolder(g), { durable: false });
     expect(await store.read.getFolder(g.id)).toEqual(g);
+  });
+
+  describe('S3 rows (contract §12)', () => {
+    it('finds the ready files of one exact name in a folder, newest first', async () => {
+      const top = folder(`named-${id()}`, null);
+      await inTx((tx) => tx.insertFolder(top));
+      const older = file('same.txt', top.id, { completed_at: T0 + 1 });
+      const newer = file('same.txt', top.id, { completed_at: T0 + 5 });
+      const uploading = file('same.txt', top.id, { status: 'uploading', completed_at: null, sha256: null });
+      const otherCase = file('Same.txt', top.id, { completed_at: T0 + 9 });
+      await inTx(async (tx) => {
+        for (const f of [older, newer, uploading, otherCase]) await tx.insertFile(f);
+      });
+      expect((await store.read.s3.filesNamed(top.id, 'same.txt')).map((f) => f.id)).toEqual([newer.id, older.id]);
+      expect(await store.read.s3.filesNamed(top.id, 'none')).toEqual([]);
+      expect((await inTx((tx) => tx.s3.filesNamed(top.id, 'Same.txt', 'update'))).map((f) => f.id)).toEqual([otherCase.id]);
+    });
+
+    it('lists a folder in S3 key order (UTF-8 bytes, a folder as its name and "/"), newest first among equal names, in pages', async () => {
+      const top = folder(`entries-${id()}`, null);
+      await inTx((tx) => tx.insertFolder(top));
+      // "photos-2024/" sorts before "photos/" ("-" < "/"), and "photos" (a file) before both.
+      const folders = ['photos', 'photos-2024', 'Zed', 'é'].map((n) => folder(n, top.id));
+      const files = ['photos', 'photos.txt', 'a b', 'Z', '😀', 'z'].map((n) => file(n, top.id));
+      const dupe = file('photos.txt', top.id, { completed_at: T0 + 50 });
+      await inTx(async (tx) => {
+        for (const f of folders) await tx.insertFolder(f);
+        for (const f of [...files, dupe]) await tx.insertFile(f);
+      });
+      const expected = [...folders.map((f) => `${f.name}/`), ...files.map((f) => f.name), 'photos.txt'].sort(byteCompare);
+      const all = await store.read.s3.entries(top.id, null, 100);
+      expect(all.more).toBe(false);
+      expect(all.entries.map((e) => e.key)).toEqual(expected);
+      expect(all.entries.filter((e) => e.key === 'photos.txt').map((e) => e.kind === 'file' && e.file.id)).toEqual([dupe.id, files[1]!.id]);
+      expect(all.entries.find((e) => e.key === 'Zed/')).toMatchObject({ kind: 'folder', folder: { id: folders[2]!.id } });
+      // Page by page, each after the last key seen: every key once, in order.
+      const seen: string[] = [];
+      let after: string | null = null;
+      for (;;) {
+        const page = await store.read.s3.entries(top.id, after, 3);
+        const keys = page.entries.map((e) => e.key);
+        seen.push(...keys.filter((k, i) => k !== keys[i - 1] && k !== after));
+        if (!page.more) break;
+        after = keys.at(-1)!;
+      }
+      expect(seen).toEqual([...new Set(expected)]);
+      expect((await store.read.s3.entries(top.id, 'photos/', 100)).entries.map((e) => e.key)).toEqual(expected.filter((k) => byteCompare(k, 'photos/') > 0));
+    });
+
+    it('keeps multipart uploads by bucket and key, lists them by prefix (case-sensitive) after a marker, and drops them with their file', async () => {
+      const bucket = folder(`uploads-${id()}`, null);
+      await inTx((tx) => tx.insertFolder(bucket));
+      const made: Array<{ key: string; fileId: string }> = [];
+      for (const key of ['a/1', 'a/2', 'A/3', 'b/1', 'a/2']) {
+        const f = file(key.split('/').pop()!, bucket.id, { status: 'uploading', completed_at: null, sha256: null });
+        await inTx(async (tx) => {
+          await tx.insertFile(f);
+          await tx.s3.insertUpload({ file_id: f.id, bucket_id: bucket.id, object_key: key, created_at: T0 });
+        });
+        made.push({ key, fileId: f.id });
+      }
+      const order = [...made].sort((x, y) => byteCompare(x.key, y.key) || byteCompare(x.fileId, y.fileId));
+      expect((await store.read.s3.listUploads(bucket.id, '', null, 100)).map((u) => u.file_id)).toEqual(order.map((u) => u.fileId));
+      expect((await store.read.s3.listUploads(bucket.id, 'a/', null, 100)).map((u) => u.object_key)).toEqual(['a/1', 'a/2', 'a/2']);
+      const first = order.find((u) => u.key === 'a/1')!;
+      expect((await store.read.s3.listUploads(bucket.id, 'a/', { key: first.key, fileId: first.fileId }, 1)).map((u) => u.object_key)).toEqual(['a/2']);
+      expect(await store.read.s3.getUpload(first.fileId)).toEqual({ file_id: first.fileId, bucket_id: bucket.id, object_key: 'a/1', created_at: T0 });
+      await inTx((tx) => tx.deleteFiles([first.fileId]));
+      expect(await store.read.s3.getUpload(first.fileId)).toBeUndefined();
+      const second = made[1]!;
+      await inTx((tx) => tx.s3.deleteUpload(second.fileId));
+      expect(await store.read.s3.getUpload(second.fileId)).toBeUndefined();
+    });
   });
 
   describe('keyset paging', () => {

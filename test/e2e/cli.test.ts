@@ -31,7 +31,7 @@ function start(args: string[], env: Record<string, string>, want: string[]): Pro
     const timer = setTimeout(() => reject(new Error(`no listening lines in time:\n${out}`)), 20_000);
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
-      for (const m of out.matchAll(/^(origin|edge) listening on (\S+)$/gm)) lines[m[1]!] = m[2]!;
+      for (const m of out.matchAll(/^(origin|edge|s3) listening on (\S+)$/gm)) lines[m[1]!] = m[2]!;
       if (want.every((w) => lines[w])) {
         clearTimeout(timer);
         resolve({ child, out: () => out, lines });
@@ -54,8 +54,12 @@ describe('coffer processes', () => {
   it('serve starts an origin and an edge, generates credentials once with mode 0600, and stops on SIGTERM', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'coffer-cli-'));
     dirs.push(dataDir);
-    const env = { COFFER_PORT: '0', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dataDir };
-    const first = await start(['serve'], env, ['origin', 'edge']);
+    const env = { COFFER_PORT: '0', COFFER_EDGE_PORT: '0', COFFER_S3_PORT: '0', COFFER_DATA_DIR: dataDir };
+    const first = await start(['serve'], env, ['origin', 'edge', 's3']);
+    // The S3 interface's own port answers in S3's terms: an unsigned request is refused in XML.
+    const anonymous = await fetch(`${first.lines.s3}/`);
+    expect(anonymous.status).toBe(403);
+    expect(await anonymous.text()).toContain('<Code>AccessDenied</Code>');
     expect(first.out()).toMatch(/COFFER_ACCESS_KEY=coffer_key_\S+/);
     expect(first.out()).toMatch(/COFFER_SIGNING_SECRET=coffer_secret_\S+/);
     const key = /COFFER_ACCESS_KEY=(\S+)/.exec(first.out())![1]!;
@@ -99,8 +103,8 @@ describe('coffer processes', () => {
   it('takes flags over environment variables, in both spellings', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'coffer-cli-'));
     dirs.push(dataDir);
-    const o = await start(['origin', '--port', '0', '--coffer-access-key', 'flag-key', '--signing-secret', 's1'],
-      { COFFER_PORT: '1', COFFER_DATA_DIR: dataDir, COFFER_ACCESS_KEY: 'env-key' }, ['origin']);
+    const o = await start(['origin', '--port', '0', '--coffer-access-key', 'flag-key', '--signing-secret', 's1', '--s3-port', '0'],
+      { COFFER_PORT: '1', COFFER_S3_PORT: '1', COFFER_DATA_DIR: dataDir, COFFER_ACCESS_KEY: 'env-key' }, ['origin', 's3']);
     const r = await fetch(`${o.lines.origin}/collections/list`, { method: 'POST', headers: { authorization: 'Bearer flag-key', 'content-type': 'application/json' }, body: '{}' });
     expect(r.status).toBe(200);
     o.child.kill('SIGTERM');

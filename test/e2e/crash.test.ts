@@ -88,7 +88,7 @@ function startChild(dataDir: string, storageEnv: Record<string, string>, gen: nu
   const child = spawn(process.execPath, [MAIN, 'origin'], {
     env: {
       ...process.env, ...storageEnv,
-      COFFER_HOST: '127.0.0.1', COFFER_PORT: '0', COFFER_DATA_DIR: dataDir, COFFER_ACCESS_KEY: KEY, COFFER_SIGNING_SECRET: SECRET,
+      COFFER_HOST: '127.0.0.1', COFFER_PORT: '0', COFFER_S3_PORT: '0', COFFER_DATA_DIR: dataDir, COFFER_ACCESS_KEY: KEY, COFFER_SIGNING_SECRET: SECRET,
       COFFER_CDN_URL: 'http://cdn.test', COFFER_RATE_LIMIT: '100000', COFFER_LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'pipe', 'pipe'],

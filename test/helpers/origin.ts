@@ -91,7 +91,7 @@ export async function startTestOrigin(settings: Partial<Record<SettingName, stri
     blobStoreOfDataDir.set(dataDir, blobStore);
   }
   const config = loadConfig({}, {
-    COFFER_PORT: '0', COFFER_CDN_URL: 'http://cdn.test', COFFER_RATE_LIMIT: '100000',
+    COFFER_PORT: '0', COFFER_S3_PORT: '0', COFFER_CDN_URL: 'http://cdn.test', COFFER_RATE_LIMIT: '100000',
     ...(databaseUrl ? { COFFER_DATABASE_URL: databaseUrl } : {}), ...(blobStore ? { COFFER_BLOB_STORE: blobStore } : {}), ...settings,
     COFFER_DATA_DIR: dataDir, COFFER_ACCESS_KEY: key, COFFER_SIGNING_SECRET: secret,
   });

@@ -34,9 +34,12 @@ export interface CofferProcess {
 
 const running = new Set<CofferProcess>();
 
-/** The runner's environment without any COFFER_* variable, plus `env`. */
+/**
+ * The runner's environment without any COFFER_* variable, plus `env`. The S3 interface takes a
+ * free port unless a test names one, so origins started side by side never compete for 8082.
+ */
 function childEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
-  const out: NodeJS.ProcessEnv = {};
+  const out: NodeJS.ProcessEnv = { COFFER_S3_PORT: '0' };
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('COFFER_')) out[k] = v;
   for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
   return out;
@@ -50,8 +53,8 @@ export interface SpawnOptions {
   name: string;
   /** How long to wait for the listening line (default 15 s). */
   readyTimeoutMs?: number;
-  /** Which listening line to wait for: `origin` or `edge`. */
-  kind: 'origin' | 'edge';
+  /** Which listening line to wait for: `origin`, `edge` or `s3`. */
+  kind: 'origin' | 'edge' | 's3';
   /** Working directory (default: the test runner's). */
   cwd?: string;
 }

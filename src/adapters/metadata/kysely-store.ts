@@ -3,7 +3,7 @@
  */
 import { Migrator, sql, type Kysely, type Transaction } from 'kysely';
 import type {
-  BlobToDelete, EdgeAck, GrantRows, KeyRows, TusRows, UsageRows, WebhookRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
+  BlobToDelete, EdgeAck, GrantRows, KeyRows, S3Rows, TusRows, UsageRows, WebhookRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
 } from '../../core/ports.js';
 import { MAX_FOLDER_DEPTH } from '../../core/upload.js';
 import { CofferMigrations } from './migrations.js';
@@ -11,6 +11,7 @@ import { KyselyGrantRows, KyselyKeyRows } from './access-rows.js';
 import { KyselyWebhookRows } from './webhook-rows.js';
 import { KyselyUsageRows } from './usage-rows.js';
 import { KyselyTusRows } from './tus-rows.js';
+import { KyselyS3Rows } from './s3-rows.js';
 import type { Database } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -62,8 +63,10 @@ export class KyselyTx implements MetadataTx {
   readonly webhooks: WebhookRows;
   readonly usage: UsageRows;
   readonly tus: TusRows;
+  readonly s3: S3Rows;
 
   constructor(private readonly db: Db, private readonly dialect: 'sqlite' | 'postgres') {
+    this.s3 = new KyselyS3Rows(db, dialect, fileRow, folderRow);
     this.keys = new KyselyKeyRows(db);
     this.grants = new KyselyGrantRows(db);
     this.webhooks = new KyselyWebhookRows(db, dialect);
@@ -181,6 +184,7 @@ export class KyselyTx implements MetadataTx {
   async deleteFiles(ids: string[]) {
     for (const batch of batches(ids)) {
       await this.db.deleteFrom('parts').where('file_id', 'in', batch).execute();
+      await this.db.deleteFrom('s3_uploads').where('file_id', 'in', batch).execute();
       await this.db.deleteFrom('files').where('id', 'in', batch).execute();
     }
   }
@@ -192,7 +196,7 @@ export class KyselyTx implements MetadataTx {
 
   async upsertPart(part: StoredPart) {
     await this.db.insertInto('parts').values(part)
-      .onConflict((oc) => oc.columns(['file_id', 'part_number']).doUpdateSet({ size: part.size, etag: part.etag, updated_at: part.updated_at }))
+      .onConflict((oc) => oc.columns(['file_id', 'part_number']).doUpdateSet({ size: part.size, etag: part.etag, updated_at: part.updated_at, md5: part.md5 ?? null }))
       .execute();
   }
 

@@ -284,6 +284,46 @@ function tus(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * The S3 interface (contract §12): each key's sealed SigV4 secret; on files the S3 ETag and
+ * what the client stored with the object; each part's MD5; folders the S3 interface made for a
+ * key's path; its open multipart uploads; and indexes that read names in S3's key order
+ * (bytes of UTF-8: "C" on PostgreSQL, SQLite's own).
+ */
+function s3(dialect: Dialect): Migration {
+  const sortText = dialect === 'postgres' ? sql`text collate "C"` : sql`text`;
+  const bytes = dialect === 'postgres' ? sql` collate "C"` : sql``;
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('access_keys').addColumn('sigv4_secret', 'text').execute();
+      await db.schema.alterTable('files').addColumn('s3_etag', 'text').execute();
+      await db.schema.alterTable('files').addColumn('s3_meta', 'text').execute();
+      await db.schema.alterTable('parts').addColumn('md5', 'text').execute();
+      await db.schema.alterTable('folders').addColumn('s3_implicit', 'integer').execute();
+      await db.schema
+        .createTable('s3_uploads')
+        .addColumn('file_id', sortText, (c) => c.primaryKey())
+        .addColumn('bucket_id', sortText, (c) => c.notNull())
+        .addColumn('object_key', sortText, (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('s3_uploads_key').on('s3_uploads').columns(['bucket_id', 'object_key', 'file_id']).execute();
+      await sql`create index files_s3_name on files (folder_id, status, (name${bytes}), completed_at)`.execute(db);
+      await sql`create index folders_s3_name on folders (parent_id, ((name || '/')${bytes}))`.execute(db);
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropIndex('folders_s3_name').execute();
+      await db.schema.dropIndex('files_s3_name').execute();
+      await db.schema.dropTable('s3_uploads').execute();
+      await db.schema.alterTable('folders').dropColumn('s3_implicit').execute();
+      await db.schema.alterTable('parts').dropColumn('md5').execute();
+      await db.schema.alterTable('files').dropColumn('s3_meta').execute();
+      await db.schema.alterTable('files').dropColumn('s3_etag').execute();
+      await db.schema.alterTable('access_keys').dropColumn('sigv4_secret').execute();
+    },
+  };
+}
+
 export class CofferMigrations implements MigrationProvider {
   constructor(private readonly dialect: Dialect) {}
   async getMigrations(): Promise<Record<string, Migration>> {
@@ -292,6 +332,7 @@ export class CofferMigrations implements MigrationProvider {
       '0007_webhooks': webhooks(this.dialect),
       '0008_usage': usage(this.dialect),
       '0009_tus': tus(this.dialect),
+      '0010_s3': s3(this.dialect),
     };
   }
 }

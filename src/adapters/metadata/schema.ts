@@ -3,7 +3,7 @@ import type { StoredGrant, StoredKey } from '../../core/access.js';
 import type { StoredDelivery, StoredWebhook } from '../../core/webhooks.js';
 import type { UsageRow } from '../../core/ports.js';
 import type { StoredTusUpload } from '../../core/tus.js';
-import type { EdgeLease, StoredFile, StoredFolder, StoredPart, StoredSession } from '../../core/ports.js';
+import type { EdgeLease, S3Upload, StoredFile, StoredFolder, StoredPart, StoredSession } from '../../core/ports.js';
 
 export interface EventsTable {
   seq: Generated<number>;
@@ -37,4 +37,5 @@ export interface Database {
   webhook_deliveries: StoredDelivery;
   file_usage: UsageRow;
   tus_uploads: StoredTusUpload;
+  s3_uploads: S3Upload;
 }

@@ -13,13 +13,14 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
  * - `session`: the session routes, which check the session cookie themselves; rate limited.
  * - `edge`: an edge token.
  * - `metrics`: GET /metrics: anyone, or the COFFER_METRICS_TOKEN holder when one is set.
+ * - `s3`: the S3 interface (contract §12): a key, by its AWS Signature Version 4 (header or presigned query); rate limited.
  * - `public`: anyone.
  */
-export type Access = 'api' | 'upload' | 'sign-in' | 'session' | 'edge' | 'metrics' | 'public';
-const ACCESS: ReadonlySet<string> = new Set<Access>(['api', 'upload', 'sign-in', 'session', 'edge', 'metrics', 'public']);
+export type Access = 'api' | 'upload' | 'sign-in' | 'session' | 'edge' | 'metrics' | 's3' | 'public';
+const ACCESS: ReadonlySet<string> = new Set<Access>(['api', 'upload', 'sign-in', 'session', 'edge', 'metrics', 's3', 'public']);
 
 /** The declarations that draw on the per-client request budget. */
-export const RATE_LIMITED: ReadonlySet<Access> = new Set<Access>(['api', 'upload', 'sign-in', 'session']);
+export const RATE_LIMITED: ReadonlySet<Access> = new Set<Access>(['api', 'upload', 'sign-in', 'session', 's3']);
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -4,6 +4,7 @@
  * Keys and grants are read from the store on every request, so a revoked one fails at every
  * origin at once. Stored per request (`request.caller`) and handed to the service.
  */
+import type { IncomingMessage } from 'node:http';
 import { errors } from '../../core/errors.js';
 import { GRANT_PREFIX, KEY_PREFIX, parseScopes, splitCredential, type Caller } from '../../core/access.js';
 import type { MetadataTx } from '../../core/ports.js';
@@ -29,6 +30,11 @@ export interface AuthenticatorOptions {
   now?: () => number;
   /** When set, GET /metrics asks for it. */
   metricsToken?: string | undefined;
+  /**
+   * Establishes the caller of an S3 request from its SigV4 signature, which covers the method,
+   * the target as sent and the raw headers (src/s3/auth.ts); without it, S3 routes let no one in.
+   */
+  s3?: (request: IncomingMessage) => Promise<Caller>;
 }
 
 /** A key's last use is written at most this often, so a busy key does not write on every request. */
@@ -41,7 +47,7 @@ const BEARER_SHAPE = 'The Authorization header must be "Bearer <ACCESS_KEY>".';
  * routes that need no credential here (`public`, `sign-in`, and `session`, whose routes
  * check the cookie themselves).
  */
-export function authenticator(opts: AuthenticatorOptions): (access: Access, headers: RequestHeaders) => Promise<Caller | null> {
+export function authenticator(opts: AuthenticatorOptions): (access: Access, headers: RequestHeaders, raw?: IncomingMessage) => Promise<Caller | null> {
   const isRootKey = keyMatcher(opts.accessKey);
   const checkEdge = edgeTokenChecker(opts.edgeTokens);
   const now = opts.now ?? Date.now;
@@ -97,8 +103,11 @@ export function authenticator(opts: AuthenticatorOptions): (access: Access, head
     return { kind: 'root', via: 'session', sessionExpiresAt: session.expiresAt };
   }
 
-  return async (access, headers) => {
+  return async (access, headers, raw) => {
     switch (access) {
+      case 's3':
+        if (!opts.s3 || !raw) throw errors.forbidden('The S3 interface is not served here.');
+        return opts.s3(raw);
       case 'public':
       case 'sign-in':
       case 'session':

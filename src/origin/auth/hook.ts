@@ -45,7 +45,7 @@ export function installAuthentication(app: FastifyInstance, opts: Authentication
         const wait = limiter.take(request.ip);
         if (wait > 0) throw errors.rateLimited(wait);
       }
-      const caller = await authenticate(access, request.headers);
+      const caller = await authenticate(access, request.headers, request.raw);
       // Each key and grant also has a budget of its own, wherever its requests come from.
       const own = caller?.kind === 'key' ? `key:${caller.keyId}` : caller?.kind === 'grant' ? `grant:${caller.grant.id}` : null;
       if (own !== null) {

@@ -1,0 +1,131 @@
+/**
+ * S3's errors (contract §12): a code S3 clients know, the status S3 answers it with, and the
+ * extra elements S3 puts in its XML body (Key, BucketName, UploadId…). Made by named factories,
+ * like the service's own errors; xml.ts renders them and maps the service's errors onto them.
+ */
+export class S3Error extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** Extra elements of the error body, in order. */
+    readonly fields: Record<string, string | number> = {},
+    /** Headers to send with it (Retry-After, for one). */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'S3Error';
+  }
+}
+
+export const isS3Error = (e: unknown): e is S3Error => e instanceof S3Error;
+
+export const s3Errors = {
+  accessDenied: (message = 'Access Denied.') => new S3Error(403, 'AccessDenied', message),
+  signatureDoesNotMatch: (message = 'The request signature we calculated does not match the signature you provided. Check your key and signing method.', fields: Record<string, string> = {}) =>
+    new S3Error(403, 'SignatureDoesNotMatch', message, fields),
+  invalidAccessKeyId: (message = 'The AWS access key Id you provided does not exist in our records.', keyId?: string) =>
+    new S3Error(403, 'InvalidAccessKeyId', message, keyId ? { AWSAccessKeyId: keyId } : {}),
+  requestTimeTooSkewed: (requestTime: string, serverTime: string) =>
+    new S3Error(403, 'RequestTimeTooSkewed', 'The difference between the request time and the current time is too large.', {
+      RequestTime: requestTime, ServerTime: serverTime, MaxAllowedSkewMilliseconds: 900_000,
+    }),
+  expired: () => new S3Error(403, 'AccessDenied', 'Request has expired.'),
+  authorizationHeaderMalformed: (message: string) => new S3Error(400, 'AuthorizationHeaderMalformed', message),
+  authorizationQueryParametersError: (message: string) => new S3Error(400, 'AuthorizationQueryParametersError', message),
+  headersNotSigned: (names: string[]) =>
+    new S3Error(403, 'AccessDenied', 'There were headers present in the request which were not signed.', { HeadersNotSigned: names.join(', ') }),
+  invalidArgument: (message: string, name?: string, value?: string) =>
+    new S3Error(400, 'InvalidArgument', message, name ? { ArgumentName: name, ...(value !== undefined ? { ArgumentValue: value } : {}) } : {}),
+  invalidRequest: (message: string) => new S3Error(400, 'InvalidRequest', message),
+  contentSha256Mismatch: (given: string, computed: string) =>
+    new S3Error(400, 'XAmzContentSHA256Mismatch', 'The provided \'x-amz-content-sha256\' header does not match what was computed.', {
+      ClientComputedContentSHA256: given, S3ComputedContentSHA256: computed,
+    }),
+  badDigest: (message = 'The Content-MD5 or checksum value you specified did not match what we received.') => new S3Error(400, 'BadDigest', message),
+  invalidDigest: (message = 'The Content-MD5 or checksum value you specified is not valid.') => new S3Error(400, 'InvalidDigest', message),
+  incompleteBody: () => new S3Error(400, 'IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header.'),
+  missingContentLength: () => new S3Error(411, 'MissingContentLength', 'You must provide the Content-Length HTTP header.'),
+  malformedXml: (message = 'The XML you provided was not well-formed or did not validate against our published schema.') => new S3Error(400, 'MalformedXML', message),
+  noSuchBucket: (bucket: string) => new S3Error(404, 'NoSuchBucket', 'The specified bucket does not exist.', { BucketName: bucket }),
+  noSuchKey: (key: string) => new S3Error(404, 'NoSuchKey', 'The specified key does not exist.', { Key: key }),
+  noSuchUpload: (uploadId: string) =>
+    new S3Error(404, 'NoSuchUpload', 'The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.', { UploadId: uploadId }),
+  bucketNotEmpty: (bucket: string) => new S3Error(409, 'BucketNotEmpty', 'The bucket you tried to delete is not empty.', { BucketName: bucket }),
+  bucketAlreadyOwnedByYou: (bucket: string) =>
+    new S3Error(409, 'BucketAlreadyOwnedByYou', 'The bucket you tried to create already exists, and you own it.', { BucketName: bucket }),
+  invalidBucketName: (bucket: string) => new S3Error(400, 'InvalidBucketName', 'The specified bucket is not valid.', { BucketName: bucket }),
+  invalidKey: (key: string, why: string) => new S3Error(400, 'InvalidArgument', `Coffer cannot store this key: ${why}.`, { Key: key }),
+  keyTooLong: () => new S3Error(400, 'KeyTooLongError', 'Your key is too long.'),
+  invalidPart: (partNumber: number) =>
+    new S3Error(400, 'InvalidPart', 'One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part\'s entity tag.', { PartNumber: partNumber }),
+  invalidPartOrder: () => new S3Error(400, 'InvalidPartOrder', 'The list of parts was not in ascending order. Parts must be ordered by part number.'),
+  entityTooSmall: (partNumber: number) =>
+    new S3Error(400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size: every part but the last must be at least 5 MiB.', { PartNumber: partNumber, MinSizeAllowed: 5 * 1024 * 1024 }),
+  entityTooLarge: (max: number) => new S3Error(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed object size.', { MaxSizeAllowed: max }),
+  invalidRange: (size: number) => new S3Error(416, 'InvalidRange', 'The requested range is not satisfiable.', { ActualObjectSize: size }),
+  preconditionFailed: (condition: string) => new S3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold.', { Condition: condition }),
+  methodNotAllowed: (method: string) => new S3Error(405, 'MethodNotAllowed', 'The specified method is not allowed against this resource.', { Method: method }),
+  notImplemented: (what: string) => new S3Error(501, 'NotImplemented', `A header or query you provided implies functionality that is not implemented: ${what}.`),
+  slowDown: (retryAfter: number) => new S3Error(503, 'SlowDown', 'Please reduce your request rate.', {}, { 'Retry-After': String(retryAfter) }),
+  serviceUnavailable: (message: string) => new S3Error(503, 'ServiceUnavailable', message),
+  internal: () => new S3Error(500, 'InternalError', 'We encountered an internal error. Please try again.'),
+};
+
+/** Where an error happened, for the elements S3 names in it. */
+export interface ErrorSubject {
+  bucket?: string | null;
+  key?: string | null;
+  uploadId?: string | null;
+}
+
+/**
+ * The S3 error for one the service threw (CofferError, by status and code), or InternalError
+ * for anything else.
+ */
+export function toS3Error(err: unknown, at: ErrorSubject = {}): S3Error {
+  if (isS3Error(err)) return err;
+  const e = err as { status?: unknown; code?: unknown; message?: unknown; details?: Record<string, unknown> } | null;
+  if (!e || typeof e.status !== 'number' || typeof e.code !== 'string') return s3Errors.internal();
+  const message = typeof e.message === 'string' ? e.message : '';
+  const notFound = () => (at.uploadId ? s3Errors.noSuchUpload(at.uploadId) : at.key ? s3Errors.noSuchKey(at.key) : at.bucket ? s3Errors.noSuchBucket(at.bucket) : s3Errors.accessDenied());
+  switch (e.status) {
+    case 400: {
+      const part = Number(e.details?.part_number ?? 0);
+      switch (e.code) {
+        case 'invalid_part':
+          return s3Errors.invalidPart(part);
+        case 'invalid_part_order':
+          return s3Errors.invalidPartOrder();
+        case 'entity_too_small':
+          return s3Errors.entityTooSmall(part);
+        case 'malformed_parts':
+          return s3Errors.malformedXml(message);
+        case 'invalid_name':
+        case 'invalid_part_number':
+          return s3Errors.invalidArgument(message);
+        default:
+          return s3Errors.invalidRequest(message);
+      }
+    }
+    case 401:
+    case 403:
+      return s3Errors.accessDenied(message || undefined);
+    case 404:
+      return notFound();
+    case 409:
+      if (e.code === 'folder_exists') return s3Errors.bucketAlreadyOwnedByYou(at.bucket ?? '');
+      if (e.code === 'folder_not_empty') return s3Errors.bucketNotEmpty(at.bucket ?? '');
+      if (e.code === 'upload_completed') return s3Errors.noSuchUpload(at.uploadId ?? '');
+      if (e.code === 'folder_too_deep') return s3Errors.invalidArgument(message);
+      return new S3Error(409, 'OperationAborted', message || 'A conflicting conditional operation is currently in progress against this resource. Try again.');
+    case 413:
+      return s3Errors.entityTooLarge(Number(e.details?.limit ?? 0));
+    case 429:
+      return s3Errors.slowDown(Number(e.details?.retry_after ?? 1));
+    case 503:
+      return s3Errors.serviceUnavailable(message);
+    default:
+      return s3Errors.internal();
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * How S3's names meet Coffer's tree (contract §12; docs/s3.md, "Mapping"):
+ * - a bucket is a top-level folder;
+ * - the key `a/b/c.txt` is the file `c.txt` in the folder `a/b` of the bucket, folders made as
+ *   needed (and removed again once S3 empties them, if S3 made them);
+ * - a key ending in "/" names a folder (a "directory marker"): PUT makes it, nothing else;
+ * - within a folder a name is one object: of several files of one name (the programmatic
+ *   interface allows them) S3 sees the newest, and a PUT or a DELETE acts on all of them.
+ * Every segment must be a Coffer name as it is (no white space around it, no control
+ * character, not "." or "..", at most 255 bytes); a key is at most 1024 bytes, as in S3.
+ */
+import { validateName } from '../core/names.js';
+import type { Caller } from '../core/access.js';
+import type { CofferService } from '../service/service.js';
+import type { Sight } from '../service/access.js';
+import type { Located } from '../service/paths.js';
+import { s3Errors } from './errors.js';
+import { lenientDecode } from './sigv4.js';
+
+const MAX_KEY_BYTES = 1024;
+
+/** The bucket and key a path-style request names; the prefix (e.g. "/s3") already taken off. */
+export function bucketAndKey(path: string): { bucket: string | null; key: string | null } {
+  const [, first = '', ...rest] = path.split('/');
+  const bucket = first === '' ? null : lenientDecode(first);
+  if (bucket === null) return { bucket: null, key: null };
+  const raw = rest.join('/');
+  // "/bucket" and "/bucket/" both name the bucket.
+  return { bucket, key: raw === '' ? null : lenientDecode(raw) };
+}
+
+/** A key as folder names and a file name; `name` is null for a key ending in "/". */
+export interface KeyPath {
+  key: string;
+  folders: string[];
+  name: string | null;
+}
+
+function validSegment(key: string, segment: string): string {
+  let name: string;
+  try {
+    name = validateName(segment);
+  } catch (err) {
+    throw s3Errors.invalidKey(key, `"${segment}" is not a name Coffer keeps (${(err as Error).message.replace(/^The name /, '').replace(/\.$/, '')})`);
+  }
+  if (name !== segment) throw s3Errors.invalidKey(key, `"${segment}" has white space at an end`);
+  return name;
+}
+
+export function parseKey(key: string): KeyPath {
+  if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) throw s3Errors.keyTooLong();
+  const segments = key.split('/');
+  const last = segments.pop()!;
+  for (const s of segments) {
+    if (s === '') throw s3Errors.invalidKey(key, 'it has an empty segment ("//", or "/" at the start)');
+    validSegment(key, s);
+  }
+  return { key, folders: segments, name: last === '' ? null : validSegment(key, last) };
+}
+
+/** S3's rules for a new bucket's name: 3–63 lower-case letters, digits, dots and hyphens. */
+export function checkNewBucketName(name: string): void {
+  const ok = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name) && !name.includes('..') && !/^\d+\.\d+\.\d+\.\d+$/.test(name);
+  if (!ok) throw s3Errors.invalidBucketName(name);
+}
+
+/** What a request's bucket resolves to for its caller. */
+export interface BucketAt {
+  name: string;
+  sight: Sight;
+  at: Located & { folder: NonNullable<Located['folder']> };
+}
+
+/** The bucket's folder, or NoSuchBucket (also when the caller does not see it). */
+export async function requireBucket(service: CofferService, caller: Caller, name: string): Promise<BucketAt> {
+  const sight = await service.paths.sight(caller);
+  const at = await service.paths.locate(sight, [name]);
+  if (!at || !at.folder) throw s3Errors.noSuchBucket(name);
+  return { name, sight, at: at as BucketAt['at'] };
+}

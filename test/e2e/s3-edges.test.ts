@@ -1,0 +1,104 @@
+/**
+ * The S3 interface and the delivery network (contract §12): a PUT, a completed multipart upload
+ * or a copy over an existing key, a DeleteObject and a DeleteObjects each make the old bytes 404
+ * at every one of three edges before the call answers, and a new object is at every edge as a
+ * HIT once its PUT answered.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import {
+  CompleteMultipartUploadCommand, CopyObjectCommand, CreateBucketCommand, CreateMultipartUploadCommand, DeleteObjectCommand, DeleteObjectsCommand,
+  PutObjectCommand, UploadPartCommand, type S3Client,
+} from '@aws-sdk/client-s3';
+import { loadConfig } from '../../src/config/config.js';
+import { startEdge, type RunningEdge } from '../../src/edge/server.js';
+import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
+import { filesIn, folderAt, makeKey, s3Client } from '../helpers/s3-api.js';
+
+let o: TestOrigin;
+let s3: S3Client;
+const edges: RunningEdge[] = [];
+const dirs: string[] = [];
+const quiet = () => new Writable({ write(_c, _e, cb) { cb(); } });
+
+beforeAll(async () => {
+  o = await startTestOrigin({ COFFER_LOG_LEVEL: 'warn' });
+  s3 = s3Client(o.origin.s3Url, await makeKey(o)).client;
+  for (let i = 0; i < 3; i++) {
+    const dir = await mkdtemp(join(tmpdir(), 'coffer-s3-edge-'));
+    dirs.push(dir);
+    const config = loadConfig({}, {
+      COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
+      COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0],
+    });
+    edges.push(await startEdge(config, o.url, { cacheDir: dir, logStream: quiet() }));
+  }
+});
+afterAll(async () => {
+  s3?.destroy();
+  await Promise.all(edges.map((e) => e.close()));
+  await o?.close();
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+/** What each edge answers for a file's delivery URL: status, X-Cache, and the body or the error code. */
+async function atEdges(fileId: string): Promise<Array<{ status: number; cache: string | null; body: string }>> {
+  return Promise.all(edges.map(async (e) => {
+    const res = await fetch(`${e.url}/files/${fileId}`);
+    return { status: res.status, cache: res.headers.get('x-cache'), body: res.status === 200 ? await res.text() : (await res.json()).error.code };
+  }));
+}
+const everywhere = (status: 200 | 404, body = '') => Array(3).fill(status === 200 ? { status, cache: 'HIT', body } : { status, cache: null, body: 'not_found' });
+/** The id of the one file a key names (by the programmatic interface). */
+async function idOf(bucket: string, folder: string | null, name: string): Promise<string> {
+  const files = (await filesIn(o, await folderAt(o, folder ? `${bucket}/${folder}` : bucket))).filter((f) => f.name === name);
+  expect(files).toHaveLength(1);
+  return files[0]!.file_id;
+}
+
+describe('S3 writes and deletes at every edge', () => {
+  test('a replacing PUT, multipart completion and copy purge the old bytes before answering; the new ones are HITs', async () => {
+    const b = `e-${randomBytes(5).toString('hex')}`;
+    await s3.send(new CreateBucketCommand({ Bucket: b, ACL: 'public-read' }));
+    await s3.send(new PutObjectCommand({ Bucket: b, Key: 'site/v.txt', Body: 'one' }));
+    const first = await idOf(b, 'site', 'v.txt');
+    expect(await atEdges(first)).toEqual(everywhere(200, 'one'));
+
+    await s3.send(new PutObjectCommand({ Bucket: b, Key: 'site/v.txt', Body: 'two' }));
+    const second = await idOf(b, 'site', 'v.txt');
+    expect(await atEdges(first)).toEqual(everywhere(404));
+    expect(await atEdges(second)).toEqual(everywhere(200, 'two'));
+
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: b, Key: 'site/v.txt' }));
+    const part = await s3.send(new UploadPartCommand({ Bucket: b, Key: 'site/v.txt', UploadId, PartNumber: 1, Body: 'three' }));
+    await s3.send(new CompleteMultipartUploadCommand({ Bucket: b, Key: 'site/v.txt', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] } }));
+    expect(await idOf(b, 'site', 'v.txt')).toBe(UploadId);
+    expect(await atEdges(second)).toEqual(everywhere(404));
+    expect(await atEdges(UploadId!)).toEqual(everywhere(200, 'three'));
+
+    await s3.send(new PutObjectCommand({ Bucket: b, Key: 'other.txt', Body: 'four' }));
+    await s3.send(new CopyObjectCommand({ Bucket: b, Key: 'site/v.txt', CopySource: `${b}/other.txt` }));
+    const copied = await idOf(b, 'site', 'v.txt');
+    expect(await atEdges(UploadId!)).toEqual(everywhere(404));
+    expect(await atEdges(copied)).toEqual(everywhere(200, 'four'));
+  });
+
+  test('DeleteObject and DeleteObjects make the bytes 404 at every edge before answering', async () => {
+    const b = `e-${randomBytes(5).toString('hex')}`;
+    await s3.send(new CreateBucketCommand({ Bucket: b, ACL: 'public-read' }));
+    for (const Key of ['a.txt', 'd/b.txt', 'd/c.txt']) await s3.send(new PutObjectCommand({ Bucket: b, Key, Body: Key }));
+    const a = await idOf(b, null, 'a.txt');
+    const [bId, cId] = [await idOf(b, 'd', 'b.txt'), await idOf(b, 'd', 'c.txt')];
+    expect(await atEdges(a)).toEqual(everywhere(200, 'a.txt'));
+    await s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'a.txt' }));
+    expect(await atEdges(a)).toEqual(everywhere(404));
+    expect(await atEdges(cId)).toEqual(everywhere(200, 'd/c.txt'));
+    await s3.send(new DeleteObjectsCommand({ Bucket: b, Delete: { Objects: [{ Key: 'd/b.txt' }, { Key: 'd/c.txt' }] } }));
+    expect(await atEdges(bId)).toEqual(everywhere(404));
+    expect(await atEdges(cId)).toEqual(everywhere(404));
+  });
+});

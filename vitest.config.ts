@@ -9,11 +9,13 @@ import { defineConfig } from 'vitest/config';
  * - cli.test.ts, cli-client.test.ts, cli-keys.test.ts, docs.test.ts, example-signed-link.test.ts, crash.test.ts,
  *   edge.test.ts, webhooks-crash.test.ts: spawn their own CLI/origin processes with embedded storage, not startTestOrigin;
  * - multi-origin.test.ts, postgres-concurrency.test.ts, upload-s3.test.ts: choose their storage
- *   themselves (already PostgreSQL and/or S3).
+ *   themselves (already PostgreSQL and/or S3);
+ * - variants.test.ts, variants-fleet.test.ts: image variants are made at the edge from its cache, the
+ *   same whatever the origin stores in; once is enough for their transforms.
  */
 const e2eElsewhere = [
   'cli', 'cli-client', 'cli-keys', 'docs', 'example-signed-link', 'crash', 'edge', 'webhooks-crash',
-  'multi-origin', 'postgres-concurrency', 'upload-s3',
+  'multi-origin', 'postgres-concurrency', 'upload-s3', 'variants', 'variants-fleet',
 ].map((name) => `test/e2e/${name}.test.ts`);
 
 const shared = {

@@ -22,10 +22,8 @@ import { edgeMetrics } from './metrics.js';
 import { clientErrorResponse } from '../core/client-error.js';
 import { UsageMeter } from './usage.js';
 import { AccessLog } from './access-log.js';
-import { parseQuery } from '../core/signing.js';
-import { readVariant } from '../core/variants.js';
 import { VariantMaker } from './variants/maker.js';
-import { variantResponder } from './variants/serve.js';
+import { variantReader, variantResponder } from './variants/serve.js';
 import { variantOptions } from './variants/options.js';
 
 /** The route label of a request: a fixed set, never a file id. */
@@ -349,6 +347,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
   const accessLog = config.edgeAccessLog ? AccessLog.open(config.edgeAccessLog) : null;
   const maker = new VariantMaker(cache, variantOptions(config, log));
   const metrics = edgeMetrics({ cache, state, follower, variants: maker, token: config.metricsToken, onAnswered: [usage.answered, ...(accessLog ? [accessLog.answered] : [])] });
+  const readVariantOf = variantReader();
   const serveVariant = variantResponder({
     cache, maker, metrics, publicCache, judge, refused, sendError,
     track: (e) => responses.track(e),
@@ -377,7 +376,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     }
     const entry: InFlight = { res, fileId: target.id, sha256: '', path: target.path, query: target.query, nowSeconds: Math.floor(Date.now() / 1000) };
     // Most requests carry no query: only one that names a variant parameter asks for a variant.
-    const variant = target.query === '' ? null : readVariant(parseQuery(target.query) ?? []);
+    const variant = target.query === '' ? null : readVariantOf(target.query);
     // Under a lease a hit is answered without a single wait.
     const first = judge(entry);
     if (variant) return serveVariant(req, res, entry, first instanceof Promise ? await first : first, variant);

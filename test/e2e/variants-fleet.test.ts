@@ -77,6 +77,20 @@ describe('purges', () => {
     }
   });
 
+  test('a variant being made while its file is deleted is not kept, whichever finishes first', async () => {
+    const big = await solidImage('jpeg', 1600, 1200);
+    const id = (await uploadBytes(o, big, { name: 'race.jpg', file_type: 'image', content_type: 'image/jpeg' })).file_id as string;
+    const before = edges.map((e) => e.cache.variantCount);
+    const asked = edges.map((e) => get(e, `/files/${id}?w=300&format=avif`));
+    expect((await o.post('/collections/file/delete', { file_id: id })).status).toBe(200);
+    for (const [i, res] of (await Promise.all(asked)).entries()) {
+      // Bytes only if the transform ended before the delete reached the edge; a 404 otherwise.
+      expect([200, 404], `edge ${i}`).toContain(res.status);
+      expect(edges[i]!.cache.variantCount, `edge ${i}`).toBe(before[i]);
+      expectError(await get(edges[i]!, `/files/${id}?w=300&format=avif`), 404, 'not_found');
+    }
+  });
+
   test('a switch to Private makes every edge refuse unsigned variants before it answers; a signed one still works', async () => {
     const id = await upload('private.png');
     await warm(id, 'w=20&format=webp');

@@ -4,7 +4,8 @@
  * the transform), so a file deleted or switched meanwhile gets its 404 or 403, never bytes.
  */
 import type http from 'node:http';
-import { OUTPUT_TYPES, outputFormat, sourceFormat, variantKey, variantName, type OutputFormat, type VariantParams, type VariantProblem } from '../../core/variants.js';
+import { parseQuery } from '../../core/signing.js';
+import { OUTPUT_TYPES, outputFormat, readVariant, sourceFormat, variantKey, variantName, type OutputFormat, type VariantParams, type VariantProblem } from '../../core/variants.js';
 import type { CachedBytes, CachedVariant, EdgeCache } from '../cache.js';
 import { contentDisposition, notModified, parseRange, type Decision } from '../delivery.js';
 import type { InFlight } from '../in-flight.js';
@@ -36,7 +37,28 @@ export interface VariantDeps {
 /** A file whose content changes while its variant is made is looked up again this often. */
 const ATTEMPTS = 3;
 
+export type VariantAsked = { params: VariantParams } | { problem: VariantProblem };
+
+/**
+ * Reads the variant a query asks for (null: none), remembering the last queries read:
+ * thumbnails are asked for with the same few queries over and over.
+ */
+export function variantReader(capacity = 10_000): (query: string) => VariantAsked | null {
+  const known = new Map<string, VariantAsked | null>();
+  return (query) => {
+    let asked = known.get(query);
+    if (asked !== undefined) return asked;
+    asked = readVariant(parseQuery(query) ?? []);
+    if (known.size >= capacity) known.delete(known.keys().next().value!);
+    known.set(query, asked);
+    return asked;
+  };
+}
+
 export function variantResponder(d: VariantDeps) {
+  /** The headers of a whole 200 hit, built once per file, variant and kind of answer. */
+  const hitHeaders = new WeakMap<EdgeFile, Map<string, string[]>>();
+
   function headers(file: EdgeFile, decision: Serve, out: OutputFormat, auto: boolean, etag: string): string[] {
     const h = [
       'Content-Type', OUTPUT_TYPES[out],
@@ -51,7 +73,26 @@ export function variantResponder(d: VariantDeps) {
     return h;
   }
 
+  /** The commonest answer, a whole cached variant from memory, with headers built once. */
+  function quickHit(req: http.IncomingMessage, res: http.ServerResponse, file: EdgeFile, decision: Serve, out: OutputFormat, auto: boolean, v: CachedVariant): boolean {
+    if (!v.memory || req.method !== 'GET' || req.headers.range !== undefined || req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined) return false;
+    let byKey = hitHeaders.get(file);
+    if (!byKey) hitHeaders.set(file, (byKey = new Map()));
+    const key = `${v.etag}${decision.signed ? 1 : 0}${decision.download ? 1 : 0}${auto ? 1 : 0}${out}`;
+    let h = byKey.get(key);
+    if (!h) {
+      if (byKey.size >= 64) byKey.clear();
+      h = [...headers(file, decision, out, auto, v.etag), 'Content-Length', String(v.size), 'X-Cache', 'HIT'];
+      byKey.set(key, h);
+    }
+    d.metrics.body(res, true, v.size);
+    res.writeHead(200, h);
+    res.end(v.memory);
+    return true;
+  }
+
   function send(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, file: EdgeFile, decision: Serve, out: OutputFormat, auto: boolean, v: CachedVariant, xcache: 'HIT' | 'MISS'): void {
+    if (xcache === 'HIT' && quickHit(req, res, file, decision, out, auto, v)) return;
     const h = headers(file, decision, out, auto, v.etag);
     if (notModified(req.headers['if-none-match'], req.headers['if-modified-since'], `"${v.etag}"`, file.completed_at)) {
       res.writeHead(304, ['ETag', `"${v.etag}"`, 'Last-Modified', new Date(file.completed_at).toUTCString(), 'Cache-Control', decision.signed ? 'private, no-store' : d.publicCache, ...(auto ? ['Vary', 'Accept'] : [])]);
@@ -83,7 +124,7 @@ export function variantResponder(d: VariantDeps) {
   }
 
   /** Answers a variant request whose first judgement is `judged`. */
-  return async function serveVariant(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: VariantJudgement, asked: { params: VariantParams } | { problem: VariantProblem }): Promise<void> {
+  return async function serveVariant(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: VariantJudgement, asked: VariantAsked): Promise<void> {
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       if (d.refused(res, judged)) return;
       const { file, decision } = judged as Exclude<VariantJudgement, 'unavailable' | { error: unknown }>;

@@ -129,7 +129,7 @@ describe('parameters', () => {
   });
 
   test('metadata is stripped: no EXIF, no orientation, no ICC profile', async () => {
-    const source = await sharp(await (await fetch(`${edge.url}/files/${ids.jpeg}`)).arrayBuffer().then(Buffer.from)).metadata();
+    const source = await sharp(Buffer.from(await (await fetch(`${edge.url}/files/${ids.jpeg}`)).arrayBuffer())).metadata();
     expect(source.orientation).toBe(6);
     expect(source.exif).toBeDefined();
     const { meta } = await image(ids.jpeg!, 'w=20');
@@ -176,6 +176,21 @@ describe('answers', () => {
     expect(download.headers.get('content-disposition')).toMatch(/^attachment; filename="logo\.webp"/);
     expect(full.headers.get('cache-control')).toBe('public, no-cache');
     expect(full.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
+  test('a variant over 1 MiB is kept on disk and sent from there, whole and in ranges', async () => {
+    const noise = await sharp({ create: { width: 800, height: 800, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
+    const id = (await uploadBytes(o, noise, { name: 'noise.png', file_type: 'image', content_type: 'image/png' })).file_id;
+    const first = await get(id, 'w=790');
+    const second = await get(id, 'w=790');
+    expect(first.body.length).toBeGreaterThan(1024 * 1024);
+    expect([first.status, first.headers.get('x-cache'), second.status, second.headers.get('x-cache')]).toEqual([200, 'MISS', 200, 'HIT']);
+    expect(second.body.equals(first.body)).toBe(true);
+    expect(Number(first.headers.get('content-length'))).toBe(first.body.length);
+    expect((await sharp(second.body).metadata()).width).toBe(790);
+    const tail = await get(id, 'w=790', { range: 'bytes=-1000' });
+    expect(tail.status).toBe(206);
+    expect(tail.body.equals(first.body.subarray(first.body.length - 1000))).toBe(true);
   });
 
   test('a query without variant parameters still gets the original', async () => {

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { access } from 'node:fs/promises';
 import { Coalescer } from '../../core/coalesce.js';
 import type { OutputFormat, VariantParams } from '../../core/variants.js';
-import type { CachedBytes, CachedVariant, EdgeCache } from '../cache.js';
+import { MEMORY_FILE_LIMIT, type CachedBytes, type CachedVariant, type EdgeCache } from '../cache.js';
 import type { EdgeFile } from '../state.js';
 import { Limiter } from './limiter.js';
 import { VariantError, transform } from './transform.js';
@@ -63,7 +63,9 @@ export class VariantMaker {
       this.made++;
       const etag = createHash('sha256').update(bytes).digest('hex');
       await this.cache.storeVariant(file, key, bytes, etag, stillWanted);
-      return { memory: bytes, size: bytes.length, etag };
+      // A large variant is sent from disk, a chunk at a time under the delivery gate, like a large file.
+      const kept = bytes.length > MEMORY_FILE_LIMIT ? this.cache.lookupVariant(file, key) : null;
+      return kept?.path ? { path: kept.path, size: kept.size, etag } : { memory: bytes, size: bytes.length, etag };
     }));
   }
 }

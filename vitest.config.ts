@@ -15,11 +15,14 @@ import { defineConfig } from 'vitest/config';
  *   upload-s3.test.ts, and every other upload test runs in `postgres-s3`;
  * - s3-auth.test.ts, s3-clients.test.ts, s3-edges.test.ts: check signatures, scopes, what
  *   outside S3 clients send and the edges' purge, which no storage changes (s3-objects and
- *   s3-multipart run on both).
+ *   s3-multipart run on both);
+ * - variants.test.ts, variants-fleet.test.ts: image variants are made at the edge from its cache, the
+ *   same whatever the origin stores in; once is enough for their transforms.
  */
 const e2eElsewhere = [
   'cli', 'cli-client', 'cli-keys', 'docs', 'example-signed-link', 'edge', 'webhooks-crash',
   'multi-origin', 'postgres-concurrency', 'upload-s3', 'field-order', 's3-auth', 's3-clients', 's3-edges',
+  'variants', 'variants-fleet',
 ].map((name) => `test/e2e/${name}.test.ts`);
 
 const shared = {

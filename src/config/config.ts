@@ -43,6 +43,10 @@ export interface Config {
   metricsToken: string | undefined;
   /** Where an edge writes one JSON line per request: a file path, or "stdout"; none when unset. */
   edgeAccessLog: string | undefined;
+  /** Image transforms an edge runs at once (contract §13). */
+  variantConcurrency: number;
+  /** Largest image, in pixels, an edge makes variants of: a guard against decompression bombs. */
+  variantMaxPixels: number;
 }
 
 export const SETTINGS = [
@@ -70,6 +74,8 @@ export const SETTINGS = [
   ['COFFER_RATE_LIMIT', 'requests per second per client address (default 1000)'],
   ['COFFER_LOG_LEVEL', 'info, warn, error or debug (default info)'],
   ['COFFER_EDGE_ACCESS_LOG', "an edge's access log: a file path or stdout, one JSON line per request (default: none)"],
+  ['COFFER_VARIANT_CONCURRENCY', 'image transforms an edge runs at once (default 2; at most UV_THREADPOOL_SIZE − 2)'],
+  ['COFFER_VARIANT_MAX_PIXELS', 'largest source image, width × height, an edge makes variants of (default 67108864, 8192 × 8192)'],
   ['COFFER_METRICS_TOKEN', 'when set, GET /metrics on origins and edges asks for it as a Bearer token (default: open)'],
   ['COFFER_WEBHOOK_ALLOW_PRIVATE', '1 lets webhook receivers be on loopback and private addresses (default 0)'],
   ['COFFER_WEBHOOK_RETRY_BASE_MS', "a webhook's first retry delay in ms; each next doubles, up to an hour (default 1000)"],
@@ -81,6 +87,9 @@ export type SettingName = (typeof SETTINGS)[number][0];
 export const flagName = (env: string): string => env.replace(/^COFFER_/, '').toLowerCase().replace(/_/g, '-');
 
 export class ConfigError extends Error {}
+
+export const DEFAULT_VARIANT_CONCURRENCY = 2;
+export const DEFAULT_VARIANT_MAX_PIXELS = 8192 * 8192;
 
 function integer(name: string, raw: string | undefined, fallback: number, min = 0): number {
   if (raw === undefined || raw === '') return fallback;
@@ -141,6 +150,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     webhookAllowPrivate: ['1', 'true', 'yes'].includes((get('COFFER_WEBHOOK_ALLOW_PRIVATE') ?? '').toLowerCase()),
     metricsToken: get('COFFER_METRICS_TOKEN') || undefined,
     edgeAccessLog: get('COFFER_EDGE_ACCESS_LOG') || undefined,
+    variantConcurrency: integer('COFFER_VARIANT_CONCURRENCY', get('COFFER_VARIANT_CONCURRENCY'), DEFAULT_VARIANT_CONCURRENCY, 1),
+    variantMaxPixels: integer('COFFER_VARIANT_MAX_PIXELS', get('COFFER_VARIANT_MAX_PIXELS'), DEFAULT_VARIANT_MAX_PIXELS, 1),
     webhookRetryBaseMs: integer('COFFER_WEBHOOK_RETRY_BASE_MS', get('COFFER_WEBHOOK_RETRY_BASE_MS'), 1000, 1),
   };
 }

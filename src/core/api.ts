@@ -197,10 +197,20 @@ export const DownloadResponse = Type.Object({
 export type DownloadResponse = Static<typeof DownloadResponse>;
 
 // Signed links (contract §6)
+export const LinkVariant = Type.Object({
+  w: Type.Optional(Type.Integer({ description: 'Width in pixels, 1–4096.' })),
+  h: Type.Optional(Type.Integer({ description: 'Height in pixels, 1–4096.' })),
+  fit: Type.Optional(Type.String({ description: 'cover, contain or inside (default inside).' })),
+  format: Type.Optional(Type.String({ description: 'webp, avif, jpeg, png, or auto (the best the browser accepts).' })),
+  q: Type.Optional(Type.Integer({ description: 'Quality, 1–100.' })),
+}, { ...strict, description: 'An image variant (contract §13): its parameters are signed with the link, so the link serves that variant only.' });
+export type LinkVariant = Static<typeof LinkVariant>;
+
 export const CreateLinkRequest = Type.Object({
   file_id: Type.String(),
   file_type: FileTypeField,
   expiry: Type.Optional(Type.Number({ description: 'Seconds: 1–86400, default 3600.' })),
+  variant: Type.Optional(LinkVariant),
 }, strict);
 export type CreateLinkRequest = Static<typeof CreateLinkRequest>;
 

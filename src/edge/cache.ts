@@ -5,7 +5,7 @@
  * file share one fetch from the origin.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import type { ChunkConsumer } from './blob-fetch.js';
 import { join } from 'node:path';
 import type { EdgeFile } from './state.js';
@@ -20,8 +20,16 @@ export interface CachedBytes {
 
 interface DiskEntry {
   path: string;
+  /** The file's SHA-256; for a variant, its source file's. */
   sha256: string;
   size: number;
+  /** Set for a variant: the file it was made of. */
+  fileId?: string;
+}
+
+/** A variant kept by the cache: its bytes, and the ETag they were sent with. */
+export interface CachedVariant extends CachedBytes {
+  etag: string;
 }
 
 /** Delivers a file's bytes from the origin to `onChunk`, waiting on its promise between chunks. */
@@ -43,6 +51,11 @@ export class EdgeCache {
   private memoryBytes = 0;
   private readonly blobDir: string;
   private readonly tmpDir: string;
+  /** Variants are not kept across restarts: their directory is emptied on open. */
+  private readonly variantDir: string;
+  /** Each file's variants, by cache key, so a delete drops them all. */
+  private readonly variantsOf = new Map<string, Set<string>>();
+  private readonly variantEtags = new Map<string, string>();
 
   constructor(
     dir: string,
@@ -53,6 +66,7 @@ export class EdgeCache {
   ) {
     this.blobDir = join(dir, 'blobs');
     this.tmpDir = join(dir, 'tmp');
+    this.variantDir = join(dir, 'variants');
   }
 
   /** Finds what an earlier run left; `retain` then drops whatever is no longer current. */
@@ -60,6 +74,8 @@ export class EdgeCache {
     await mkdir(this.blobDir, { recursive: true });
     await rm(this.tmpDir, { recursive: true, force: true });
     await mkdir(this.tmpDir, { recursive: true });
+    await rm(this.variantDir, { recursive: true, force: true });
+    await mkdir(this.variantDir, { recursive: true });
     for (const name of await readdir(this.blobDir)) {
       const m = /^([A-Za-z0-9_-]+)\.([0-9a-f]{64})$/.exec(name);
       const path = join(this.blobDir, name);
@@ -143,6 +159,7 @@ export class EdgeCache {
       this.diskBytes -= e.size;
       this.evictions++;
       this.dropMemory(victim);
+      if (e.fileId !== undefined) this.forgetVariant(e.fileId, victim);
       void unlink(e.path).catch(() => {});
     }
   }
@@ -250,15 +267,84 @@ export class EdgeCache {
     }
   }
 
-  /** Forgets a file's bytes at once; the disk space is freed in the background. */
+  /** Forgets a file's bytes and every variant made of it at once; the disk space is freed in the background. */
   drop(id: string): void {
-    this.dropMemory(id);
-    const e = this.disk.get(id);
+    this.dropKey(id);
+    const variants = this.variantsOf.get(id);
+    if (!variants) return;
+    this.variantsOf.delete(id);
+    for (const key of variants) {
+      this.dropKey(key);
+      this.variantEtags.delete(key);
+    }
+  }
+
+  private dropKey(key: string): void {
+    this.dropMemory(key);
+    const e = this.disk.get(key);
     if (e) {
-      this.disk.delete(id);
+      this.disk.delete(key);
       this.diskBytes -= e.size;
       void unlink(e.path).catch(() => {});
     }
+  }
+
+  private forgetVariant(fileId: string, key: string): void {
+    this.variantEtags.delete(key);
+    const set = this.variantsOf.get(fileId);
+    if (!set) return;
+    set.delete(key);
+    if (set.size === 0) this.variantsOf.delete(fileId);
+  }
+
+  /** A kept variant of the file as it is now (same SHA-256), or null. */
+  lookupVariant(file: EdgeFile, variant: string): CachedVariant | null {
+    const key = `${file.file_id}~${variant}`;
+    const etag = this.variantEtags.get(key);
+    if (etag === undefined) return null;
+    const mem = this.memory.get(key);
+    const entry = this.disk.get(key);
+    if (!entry || entry.sha256 !== file.sha256) return null;
+    this.disk.delete(key);
+    this.disk.set(key, entry);
+    if (mem) {
+      this.memory.delete(key);
+      this.memory.set(key, mem);
+      return { memory: mem.bytes, size: mem.bytes.length, etag };
+    }
+    return { path: entry.path, size: entry.size, etag };
+  }
+
+  /**
+   * Keeps a variant within the same bound as files, least recently used first among both.
+   * `stillWanted` is asked once its bytes are on disk: a variant of a file deleted meanwhile
+   * is not kept.
+   */
+  async storeVariant(file: EdgeFile, variant: string, bytes: Buffer, etag: string, stillWanted: () => boolean): Promise<void> {
+    if (bytes.length > this.capacity) return;
+    const key = `${file.file_id}~${variant}`;
+    // A name of its own each time: an older copy's unlink, still queued, never hits this one.
+    const path = join(this.variantDir, `${key}.${randomBytes(6).toString('hex')}`);
+    // Not synced: variants do not outlive the process, the directory is emptied on start.
+    await writeFile(path, bytes, { mode: 0o600 });
+    if (!stillWanted()) {
+      await rm(path, { force: true });
+      return;
+    }
+    this.dropKey(key);
+    this.disk.set(key, { path, sha256: file.sha256, size: bytes.length, fileId: file.file_id });
+    this.diskBytes += bytes.length;
+    this.variantEtags.set(key, etag);
+    let set = this.variantsOf.get(file.file_id);
+    if (!set) this.variantsOf.set(file.file_id, (set = new Set()));
+    set.add(key);
+    this.evict(key);
+    if (bytes.length <= MEMORY_FILE_LIMIT && bytes.length <= this.memoryCapacity) this.insertMemory(key, file.sha256, bytes);
+  }
+
+  /** How many variants are kept (tests, metrics). */
+  get variantCount(): number {
+    return this.variantEtags.size;
   }
 
   /** Bytes kept on disk plus bytes reserved by fetches under way. */

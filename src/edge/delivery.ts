@@ -30,10 +30,12 @@ const notFound: Decision = { kind: 'error', status: 404, code: 'not_found', mess
 /**
  * Checks links, remembering the ones whose signature was right: a link is fetched again
  * and again (players ask for ranges, pages reload), and its signature cannot change.
- * Expiry is still checked on every request.
+ * Expiry is still checked on every request. Queries that carry no signature at all (a
+ * Public image's `?w=320&format=auto`) are remembered too: their verdict is the text's.
  */
 export class LinkChecker {
   private readonly good = new Map<string, { expires: number; download: boolean; issuedMs: number }>();
+  private readonly unsigned = new Map<string, LinkCheck>();
 
   constructor(private readonly secrets: readonly string[], private readonly hmac: HmacSha256, private readonly capacity = 10_000) {}
 
@@ -44,10 +46,15 @@ export class LinkChecker {
       if (known.expires > nowSeconds + MAX_EXPIRY_SECONDS + LINK_CLOCK_SKEW_SECONDS) return { kind: 'invalid' };
       return nowSeconds > known.expires ? { kind: 'expired', expires: known.expires } : { kind: 'valid', ...known };
     }
+    const plain = this.unsigned.get(query);
+    if (plain) return plain;
     const result = verifyLink(path, query, this.secrets, nowSeconds, this.hmac);
     if (result.kind === 'valid') {
       if (this.good.size >= this.capacity) this.good.delete(this.good.keys().next().value!);
       this.good.set(key, { expires: result.expires, download: result.download, issuedMs: result.issuedMs });
+    } else if (result.kind === 'unsigned') {
+      if (this.unsigned.size >= this.capacity) this.unsigned.delete(this.unsigned.keys().next().value!);
+      this.unsigned.set(query, result);
     }
     return result;
   }

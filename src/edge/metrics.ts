@@ -33,7 +33,15 @@ export interface EdgeMetrics {
   serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void>;
 }
 
-export function edgeMetrics(deps: { cache: EdgeCache; state: EdgeState; follower: FeedFollower; token: string | undefined; onAnswered?: Array<(a: Answered) => void> }): EdgeMetrics {
+/** What the edge's variant maker counts. */
+export interface VariantCounts {
+  made: number;
+  failed: number;
+  active: number;
+  queued: number;
+}
+
+export function edgeMetrics(deps: { cache: EdgeCache; state: EdgeState; follower: FeedFollower; variants?: VariantCounts; token: string | undefined; onAnswered?: Array<(a: Answered) => void> }): EdgeMetrics {
   const listeners = deps.onAnswered ?? [];
   const m = httpMetrics('edge');
   const cacheAnswers = new Counter({ name: 'coffer_edge_cache_requests_total', help: 'Byte answers by whether this edge had the file (X-Cache).', labelNames: ['result'], registers: [m.registry] });
@@ -48,6 +56,16 @@ export function edgeMetrics(deps: { cache: EdgeCache; state: EdgeState; follower
   new Gauge({ name: 'coffer_edge_feed_lag_events', help: 'Events the origin has announced that this edge has not applied yet.', registers: [m.registry], collect() {
     this.set(Math.max(0, deps.follower.announcedHead - deps.state.seq));
   } });
+  const variants = deps.variants;
+  if (variants) {
+    new Counter({ name: 'coffer_edge_variants_made_total', help: 'Image variants made (transforms that succeeded).', registers: [m.registry], collect() { this.reset(); this.inc(variants.made); } });
+    new Counter({ name: 'coffer_edge_variants_failed_total', help: 'Transforms that failed (undecodable or too large images).', registers: [m.registry], collect() { this.reset(); this.inc(variants.failed); } });
+    new Gauge({ name: 'coffer_edge_variant_transforms', help: 'Transforms running now, and waiting for a turn.', labelNames: ['state'], registers: [m.registry], collect() {
+      this.set({ state: 'running' }, variants.active);
+      this.set({ state: 'queued' }, variants.queued);
+    } });
+    new Gauge({ name: 'coffer_edge_variants_cached', help: 'Variants kept in the cache.', registers: [m.registry], collect() { this.set(deps.cache.variantCount); } });
+  }
   new Gauge({ name: 'coffer_edge_applied_seq', help: 'The last event this edge applied.', registers: [m.registry], collect() { this.set(deps.state.seq); } });
 
   const bodies = new WeakMap<http.ServerResponse, { hit: boolean; length: number }>();

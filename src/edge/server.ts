@@ -22,6 +22,9 @@ import { edgeMetrics } from './metrics.js';
 import { clientErrorResponse } from '../core/client-error.js';
 import { UsageMeter } from './usage.js';
 import { AccessLog } from './access-log.js';
+import { VariantMaker } from './variants/maker.js';
+import { variantReader, variantResponder } from './variants/serve.js';
+import { variantOptions } from './variants/options.js';
 
 /** The route label of a request: a fixed set, never a file id. */
 const routeOf = (url: string | undefined): string => (url?.startsWith('/files/') ? '/files/:id' : url === '/healthz' || url === '/metrics' ? url : 'other');
@@ -34,6 +37,8 @@ export interface RunningEdge {
   state: EdgeState;
   follower: FeedFollower;
   cache: EdgeCache;
+  /** Makes image variants (contract §13). */
+  variants: VariantMaker;
   /** Sends what has been served since the last usage report now (tests; the edge reports every 10 s). */
   reportUsage(): Promise<void>;
   close(): Promise<void>;
@@ -54,8 +59,8 @@ async function defaultCapacity(dir: string): Promise<number> {
   }
 }
 
-function errorBody(code: string, message: string): string {
-  return JSON.stringify({ error: { code, message, details: {} } });
+function errorBody(code: string, message: string, details: Record<string, unknown> = {}): string {
+  return JSON.stringify({ error: { code, message, details } });
 }
 
 export async function startEdge(config: Config, originUrl: string, opts: { cacheDir?: string; logStream?: NodeJS.WritableStream; usageIntervalMs?: number } = {}): Promise<RunningEdge> {
@@ -185,8 +190,8 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     return full;
   }
 
-  function sendError(res: http.ServerResponse, status: number, code: string, message: string, extra: string[] = []): void {
-    const body = errorBody(code, message);
+  function sendError(res: http.ServerResponse, status: number, code: string, message: string, extra: string[] = [], details?: Record<string, unknown>): void {
+    const body = errorBody(code, message, details);
     res.writeHead(status, ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body)), 'Cache-Control', 'no-store', 'X-Content-Type-Options', 'nosniff', ...extra]);
     res.end(body);
   }
@@ -340,7 +345,14 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
 
   const usage = new UsageMeter(originConn, () => ({ authorization: `Bearer ${token}` }), opts.usageIntervalMs ?? 10_000, (err) => log.warn({ err }, 'reporting usage failed'));
   const accessLog = config.edgeAccessLog ? AccessLog.open(config.edgeAccessLog) : null;
-  const metrics = edgeMetrics({ cache, state, follower, token: config.metricsToken, onAnswered: [usage.answered, ...(accessLog ? [accessLog.answered] : [])] });
+  const maker = new VariantMaker(cache, variantOptions(config, log));
+  const metrics = edgeMetrics({ cache, state, follower, variants: maker, token: config.metricsToken, onAnswered: [usage.answered, ...(accessLog ? [accessLog.answered] : [])] });
+  const readVariantOf = variantReader();
+  const serveVariant = variantResponder({
+    cache, maker, metrics, publicCache, judge, refused, sendError,
+    track: (e) => responses.track(e),
+    stillWanted: (f) => !follower.serving() || isCurrent(f),
+  });
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -363,8 +375,11 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       return;
     }
     const entry: InFlight = { res, fileId: target.id, sha256: '', path: target.path, query: target.query, nowSeconds: Math.floor(Date.now() / 1000) };
+    // Most requests carry no query: only one that names a variant parameter asks for a variant.
+    const variant = target.query === '' ? null : readVariantOf(target.query);
     // Under a lease a hit is answered without a single wait.
     const first = judge(entry);
+    if (variant) return serveVariant(req, res, entry, first instanceof Promise ? await first : first, variant);
     let miss = respond(req, res, entry, first instanceof Promise ? await first : first);
     for (let attempt = 0; miss; attempt++) {
       if ((await fill(req, res, entry, miss)) === 'done') return;
@@ -409,6 +424,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     state,
     follower,
     cache,
+    variants: maker,
     reportUsage: () => usage.flush(),
     close() {
       closing ??= (async () => {

@@ -10,6 +10,7 @@ export { signLink } from './sign.js';
 export { verifyWebhook } from './webhooks.js';
 export type { VerifyWebhookOptions, WebhookDelivery } from './webhooks.js';
 export type { SignLinkOptions } from './sign.js';
+export type { VariantParams, VariantFit, VariantFormat } from '../core/variants.js';
 export type { RetryOptions } from './retry.js';
 export { CofferError } from '../core/errors.js';
 export type { ErrorBody, ErrorDetails } from '../core/errors.js';
@@ -19,7 +20,7 @@ export { FILE_TYPES } from '../core/records.js';
 export type { FileType, Visibility } from '../core/records.js';
 export type {
   CreateFolderRequest, CreateLinkRequest, CreateLinkResponse, DeleteFolderRequest, DeleteFolderResponse,
-  DownloadRequest, DownloadResponse, FileRecord, FolderRecord, InitiateUploadRequest, ListRequest,
+  DownloadRequest, DownloadResponse, FileRecord, FolderRecord, InitiateUploadRequest, LinkVariant, ListRequest,
   ListResponse, SearchRequest, SearchResponse, UpdateFileRequest, UpdateFolderRequest, UploadPartRequest,
   UploadPartResponse, UploadSession, UploadStatusResponse,
 } from '../core/api.js';

@@ -4,6 +4,7 @@
  */
 import { CofferError } from '../core/errors.js';
 import { MAX_EXPIRY_SECONDS, parseQuery, signPathAsync } from '../core/signing.js';
+import { variantQuery, type VariantParams } from '../core/variants.js';
 
 export interface SignLinkOptions {
   /** Seconds the link stays valid: 1–86400, as create-link allows. */
@@ -12,6 +13,11 @@ export interface SignLinkOptions {
   secret: string;
   /** Adds `download=1`, signed along, so browsers save the file under its name. */
   download?: boolean;
+  /**
+   * An image variant (contract §13): `w`, `h`, `fit`, `format`, `q`, signed along, so the
+   * link serves that variant of the image and no other.
+   */
+  variant?: VariantParams;
   /** Unix seconds to count from (default: now). */
   now?: number;
   /** Unix milliseconds written as X-Issued (default: `now` × 1000, else the current time); revocation compares it. */
@@ -55,6 +61,11 @@ export async function signLink(pathOrUrl: string, opts: SignLinkOptions): Promis
     if (name !== 'X-Sig' && name !== 'X-Expires' && name !== 'X-Issued') params[name] = value;
   }
   if (opts.download) params.download = '1';
+  if (opts.variant) {
+    const checked = variantQuery({ ...opts.variant });
+    if ('problem' in checked) throw invalid(checked.problem.message);
+    Object.assign(params, checked.query);
+  }
   // The path is signed exactly as it appears in the URL. In a whole URL only the delivery
   // path is signed: the origin signs `/files/{id}` and puts `{cdn_url}` in front, so a
   // `{cdn_url}` with a path of its own (a proxy's prefix) is left out of the signature.

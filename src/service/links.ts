@@ -6,7 +6,8 @@ import { nodeHmac } from '../core/hmac-node.js';
 import type { StoredFile } from '../core/ports.js';
 import type { RevokeLinksResponse } from '../core/api-access.js';
 import { fileEventData } from './records.js';
-import type { CreateLinkRequest, CreateLinkResponse, DownloadRequest, DownloadResponse, FileRecord } from '../core/api.js';
+import { sourceFormat, variantQuery } from '../core/variants.js';
+import type { LinkVariant, CreateLinkRequest, CreateLinkResponse, DownloadRequest, DownloadResponse, FileRecord } from '../core/api.js';
 import type { ServiceContext } from './context.js';
 import type { Caller } from '../core/access.js';
 import { requireScope } from './access.js';
@@ -17,6 +18,16 @@ function checkExpiry(expiry: number | undefined): number {
     throw errors.invalidField('invalid_expiry', 'expiry', `"expiry" must be a whole number of seconds from 1 to ${MAX_EXPIRY_SECONDS}.`);
   }
   return expiry;
+}
+
+/** The variant's parameters to sign (contract §13), checked like an edge checks them. */
+function checkVariant(variant: LinkVariant, contentType: string): Record<string, string> {
+  if (!sourceFormat(contentType)) {
+    throw errors.invalidField('not_an_image', 'variant', 'Variants are made of JPEG, PNG, WebP, AVIF, GIF and TIFF images only; this file is none of them.');
+  }
+  const checked = variantQuery(variant);
+  if ('problem' in checked) throw errors.invalidField('invalid_variant', `variant.${checked.problem.field}`, checked.problem.message);
+  return checked.query;
 }
 
 export class Links {
@@ -48,7 +59,7 @@ export class Links {
       throw errors.invalidField('file_type_mismatch', 'file_type', `"file_type" must be the file's own type, "${file.file_type}".`, { expected: file.file_type });
     }
     const expiry = checkExpiry(req.expiry);
-    const link = this.sign(file.id, expiry);
+    const link = this.sign(file.id, expiry, req.variant ? checkVariant(req.variant, file.content_type) : undefined);
     return { file_id: file.id, file_type: file.file_type, expiry, presigned_url: link.url, expires_at: link.expiresAt };
   }
 

@@ -179,14 +179,16 @@ describe('grid and list', () => {
     expect(exact).toMatch(/\d{4}/);
     expect(await time.locator('.sr-only').textContent()).toContain(exact);
 
-    // Thumbnails: the Public image from its delivery URL, the Private one through a ~300 s signed link.
+    // Thumbnails: 320-pixel variants in the browser's best format (contract §13), the Public image's
+    // at its delivery URL, the Private one's through a ~300 s signed link that signs the variant.
     const pub = item(page, 'sunset.png').locator('img');
-    await expect.poll(() => pub.getAttribute('src')).toBe(files.image!.delivery_url);
+    await expect.poll(() => pub.getAttribute('src')).toBe(`${files.image!.delivery_url}?w=320&format=auto`);
     await expect.poll(() => pub.evaluate((i: HTMLImageElement) => i.complete && i.naturalWidth)).toBeGreaterThan(0);
     const priv = item(page, 'secret-photo.png').locator('img');
     await expect.poll(() => priv.getAttribute('src')).toContain('X-Sig=');
     const signed = new URL((await priv.getAttribute('src'))!);
     expect(signed.pathname).toBe(new URL(files.privateImage!.delivery_url!).pathname);
+    expect([signed.searchParams.get('w'), signed.searchParams.get('format')]).toEqual(['320', 'auto']);
     const ttl = Number(signed.searchParams.get('X-Expires')) - Date.now() / 1000;
     expect(ttl).toBeGreaterThan(200);
     expect(ttl).toBeLessThanOrEqual(301);

@@ -5,7 +5,7 @@ import type { FileRecord } from '../../../src/sdk/index.js';
 import type { UploadItem } from '../uploads/manager.js';
 import { formatEta, formatExact, formatRelative, formatSize, splitName } from './format.js';
 import { FolderIcon, GlobeIcon, LockIcon, TypeIcon } from './icons.js';
-import { cachedThumb, thumbUrl } from './thumbs.js';
+import { GRID_THUMB_WIDTH, cachedThumb, thumbUrl } from './thumbs.js';
 
 /** A name shortened in the middle by CSS when it does not fit; the full name on hover. */
 export function NameText(props: { name: string; class?: string }): JSX.Element {
@@ -84,10 +84,11 @@ export function UploadProgress(props: { item: UploadItem; compact?: boolean }): 
  * An image's thumbnail, fetched only once its card is in view; the type icon until it
  * loads, or when it cannot (an SVG is never shown inline by the delivery network).
  */
-export function Thumb(props: { file: FileRecord; root: HTMLElement | null }): JSX.Element {
+export function Thumb(props: { file: FileRecord; root: HTMLElement | null; width?: number }): JSX.Element {
   const { file } = props;
+  const width = props.width ?? GRID_THUMB_WIDTH;
   const ref = useRef<HTMLDivElement>(null);
-  const [url, setUrl] = useState<string | null>(() => cachedThumb(file));
+  const [url, setUrl] = useState<string | null>(() => cachedThumb(file, width));
   const [loaded, setLoaded] = useState(false);
   const [failed, setFailed] = useState(false);
   const isImage = file.file_type === 'image' && file.status === 'ready' && !/svg/i.test(file.content_type);
@@ -101,7 +102,7 @@ export function Thumb(props: { file: FileRecord; root: HTMLElement | null }): JS
     const io = new IntersectionObserver((seen) => {
       if (!seen.some((e) => e.isIntersecting)) return;
       io.disconnect();
-      void thumbUrl(file).then((u) => { if (live) setUrl(u); });
+      void thumbUrl(file, width).then((u) => { if (live) setUrl(u); });
     }, { root: props.root, rootMargin: '100px' });
     io.observe(el);
     return () => { live = false; io.disconnect(); };

@@ -1,10 +1,22 @@
 /**
- * Image thumbnails: Public images through their delivery URL, Private ones through a
- * short-lived signed link, kept until shortly before it expires. Links are made only for
- * cards in view, a few at a time.
+ * Image thumbnails: variants the edge makes (contract §13), `w` pixels wide in the best
+ * format the browser takes, never the whole original. Public images through their delivery
+ * URL with the parameters added, Private ones through a short-lived signed link that signs
+ * them, kept until shortly before it expires. Links are made only for cards in view, a few
+ * at a time. Images the edge makes no variants of are shown as they are.
  */
 import type { FileRecord } from '../../../src/sdk/index.js';
+import { sourceFormat } from '../../../src/core/variants.js';
 import { client } from '../api.js';
+
+/** The grid's thumbnails: wide enough for a card on a high-density screen. */
+export const GRID_THUMB_WIDTH = 320;
+
+/** A details view shows the image at the size of the screen it is on. */
+export function screenWidth(): number {
+  const side = Math.max(window.screen.width, window.screen.height) * (window.devicePixelRatio || 1);
+  return Math.min(4096, Math.max(GRID_THUMB_WIDTH, Math.round(side)));
+}
 
 const LINK_SECONDS = 300;
 const MARGIN_MS = 60_000;
@@ -30,24 +42,31 @@ function slot<T>(task: () => Promise<T>): Promise<T> {
   });
 }
 
-/** The cache key: a new visibility or a new version is a new thumbnail. */
-const keyOf = (f: FileRecord) => `${f.file_id}|${f.effective_visibility}|${f.updated_at}`;
+/** The cache key: a new visibility, a new version or another size is a new thumbnail. */
+const keyOf = (f: FileRecord, width: number) => `${f.file_id}|${f.effective_visibility}|${f.updated_at}|${width}`;
+
+/** The variant to ask for, or null to show the original. */
+const variantOf = (f: FileRecord, width: number) => (sourceFormat(f.content_type) ? { w: width, format: 'auto' as const } : null);
 
 /** A URL for an image thumbnail synchronously, when one is known and fresh. */
-export function cachedThumb(f: FileRecord): string | null {
-  if (f.effective_visibility === 'Public') return f.delivery_url;
-  const hit = cache.get(keyOf(f));
+export function cachedThumb(f: FileRecord, width = GRID_THUMB_WIDTH): string | null {
+  if (f.effective_visibility === 'Public') {
+    const variant = variantOf(f, width);
+    return variant ? `${f.delivery_url}?w=${variant.w}&format=${variant.format}` : f.delivery_url;
+  }
+  const hit = cache.get(keyOf(f, width));
   return hit && hit.until > Date.now() ? hit.url : null;
 }
 
 /** A URL for an image thumbnail, making a short-lived link for a Private file. */
-export function thumbUrl(f: FileRecord): Promise<string | null> {
-  const known = cachedThumb(f);
+export function thumbUrl(f: FileRecord, width = GRID_THUMB_WIDTH): Promise<string | null> {
+  const known = cachedThumb(f, width);
   if (known || f.status !== 'ready') return Promise.resolve(known);
-  const key = keyOf(f);
+  const key = keyOf(f, width);
   const inFlight = pending.get(key);
   if (inFlight) return inFlight;
-  const p = slot(() => client.createLink({ file_id: f.file_id, file_type: f.file_type, expiry: LINK_SECONDS }))
+  const variant = variantOf(f, width);
+  const p = slot(() => client.createLink({ file_id: f.file_id, file_type: f.file_type, expiry: LINK_SECONDS, ...(variant ? { variant } : {}) }))
     .then((link) => {
       cache.set(key, { url: link.presigned_url, until: Date.parse(link.expires_at) - MARGIN_MS });
       return link.presigned_url;

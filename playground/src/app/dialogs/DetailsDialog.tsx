@@ -7,6 +7,7 @@ import { errorMessage, formatBytesExact, formatExact, formatSize, TYPE_LABELS } 
 import { CopyIcon, DownloadIcon, GlobeIcon, LinkIcon, LinkOffIcon, LockIcon, PencilIcon, TrashIcon } from '../icons.js';
 import { RelTime, Thumb, VisibilityBadge } from '../parts.js';
 import { Modal } from './Modal.js';
+import { screenWidth } from '../thumbs.js';
 
 export type FileAction = 'copy' | 'link' | 'revoke-links' | 'download' | 'rename' | 'visibility' | 'delete';
 
@@ -51,7 +52,7 @@ export function DetailsDialog(props: { file: FileRecord; now: number; onClose: (
       description={<>{TYPE_LABELS[f.file_type] ?? 'File'} · {formatSize(f.size)}</>}
     >
       <div class="details">
-        <div class="details-preview"><Thumb key={`${f.file_id}|${f.effective_visibility}|${f.updated_at}`} file={f} root={null} /></div>
+        <div class="details-preview"><Thumb key={`${f.file_id}|${f.effective_visibility}|${f.updated_at}`} file={f} root={null} width={screenWidth()} /></div>
         <div class="details-side">
           <div class="details-actions">
             <button type="button" class="btn btn-primary" onClick={() => props.onAction('download')} data-autofocus><DownloadIcon /><span>Download</span></button>

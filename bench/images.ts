@@ -1,0 +1,231 @@
+// Image variants benchmark (issue 15, contract §13): one Coffer origin and one edge.
+//
+// Run with `npm run bench:images -- [options]` (builds first). Scenarios, in one run:
+//   miss     a 12-megapixel JPEG to a 320-pixel WebP, each request a variant the edge has not
+//            made yet: latency one at a time and throughput two at a time, against sharp
+//            called directly in this process on the same file with the same pipeline,
+//            interleaved (goal: edge miss ≤ 1.3× direct)
+//   hit      requests/s (wrk) of a cached variant against a plain file of the same size at
+//            the same edge (goal ≥ 0.9×)
+//   storm    p99 latency of plain deliveries, paced, while idle and while 100 distinct
+//            variants are asked for at once (goal: within 2× of idle)
+
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import os from "node:os";
+import { performance } from "node:perf_hooks";
+import { parseArgs } from "node:util";
+import sharp from "sharp";
+import {
+  Child, DEFAULT_ENTRY, OriginApi, armDeadline, commandExists, fmt, installExitHandlers, log, makeWorkDir, median,
+  percentile, positiveNumber, releaseWatchdog, renderTable, request, runCommand, stopAll, uploadFile, verdict,
+} from "./common.js";
+
+const STARTUP_TIMEOUT_MS = 60_000;
+const GOAL_MISS_VS_DIRECT = 1.3;
+const GOAL_HIT_VS_PLAIN = 0.9;
+const GOAL_STORM_P99 = 2;
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: "string" },
+    "hit-seconds": { type: "string" },
+    storm: { type: "string" },
+    "max-time": { type: "string" },
+    json: { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  },
+});
+if (values.help) {
+  process.stdout.write(`Usage: tsx bench/images.ts [--rounds 12] [--hit-seconds 4] [--storm 100] [--max-time 600] [--json]\n`);
+  process.exit(0);
+}
+const ROUNDS = positiveNumber(values.rounds, 12, "--rounds", true);
+const HIT_SECONDS = positiveNumber(values["hit-seconds"], 4, "--hit-seconds", true);
+const STORM = positiveNumber(values.storm, 100, "--storm", true);
+armDeadline(positiveNumber(values["max-time"], 600, "--max-time") * 1000);
+installExitHandlers();
+
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("COFFER_")) env[k] = v;
+  return env;
+}
+
+async function startCoffer(workDir: string) {
+  const accessKey = randomBytes(24).toString("hex");
+  const secret = randomBytes(32).toString("hex");
+  const edgeToken = randomBytes(32).toString("hex");
+  const base = { ...cleanEnv(), COFFER_HOST: "127.0.0.1", COFFER_SIGNING_SECRET: secret, COFFER_EDGE_TOKEN: edgeToken, COFFER_LOG_LEVEL: "warn" };
+  const { child: origin, match: originUrl } = await Child.start({
+    name: "origin", command: process.execPath, args: [DEFAULT_ENTRY, "origin"],
+    env: { ...base, COFFER_PORT: "0", COFFER_DATA_DIR: path.join(workDir, "origin"), COFFER_ACCESS_KEY: accessKey, COFFER_CDN_URL: "http://cdn.invalid", COFFER_RATE_LIMIT: "100000" },
+  }, /origin listening on (https?:\/\/[^\s"']+)/, STARTUP_TIMEOUT_MS);
+  const { child: edge, match: edgeUrl } = await Child.start({
+    name: "edge", command: process.execPath, args: [DEFAULT_ENTRY, "edge", "--origin", originUrl],
+    env: { ...base, COFFER_EDGE_PORT: "0", COFFER_DATA_DIR: path.join(workDir, "edge") },
+  }, /edge listening on (https?:\/\/[^\s"']+)/, STARTUP_TIMEOUT_MS);
+  return { origin, edge, edgeUrl, api: new OriginApi(originUrl, accessKey) };
+}
+
+/** A 4000 × 3000 photo-like JPEG: smooth gradients under fine grain, as a camera makes. */
+async function twelveMegapixels(): Promise<Buffer> {
+  const width = 4000;
+  const height = 3000;
+  const raw = Buffer.alloc(width * height * 3);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const i = (y * width + x) * 3;
+      const grain = (Math.random() - 0.5) * 24;
+      raw[i] = Math.max(0, Math.min(255, (x / width) * 220 + grain));
+      raw[i + 1] = Math.max(0, Math.min(255, (y / height) * 200 + 30 + grain));
+      raw[i + 2] = Math.max(0, Math.min(255, 128 + 90 * Math.sin(x / 180) * Math.cos(y / 140) + grain));
+    }
+  }
+  return sharp(raw, { raw: { width, height, channels: 3 } }).jpeg({ quality: 88 }).toBuffer();
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+async function timedGet(url: string): Promise<{ ms: number; status: number; cache: string | undefined; bytes: number }> {
+  const t0 = performance.now();
+  const res = await request(url, { agent, timeoutMs: 120_000 });
+  return { ms: performance.now() - t0, status: res.status, cache: res.headers["x-cache"] as string | undefined, bytes: res.body.length };
+}
+
+/** The edge's pipeline, called directly: what a miss cannot beat. */
+async function direct(file: string, width: number): Promise<number> {
+  const t0 = performance.now();
+  await sharp(file, { limitInputPixels: 8192 * 8192, sequentialRead: true, failOn: "error" })
+    .rotate().resize({ width, fit: "inside", withoutEnlargement: true }).webp().toBuffer();
+  return performance.now() - t0;
+}
+
+async function wrk(url: string, seconds: number): Promise<number> {
+  const r = await runCommand("wrk", ["-t1", "-c16", `-d${seconds}s`, url], (seconds + 30) * 1000);
+  const m = /Requests\/sec:\s+([\d.]+)/.exec(r.stdout);
+  if (!m || /Non-2xx/.test(r.stdout)) throw new Error(`wrk on ${url}: ${r.stdout}${r.stderr}`);
+  return Number(m[1]);
+}
+
+/** Requests `url` at a steady pace until `until` resolves; answers each latency. */
+async function paced(url: string, perSecond: number, until: Promise<unknown>): Promise<number[]> {
+  const latencies: number[] = [];
+  let done = false;
+  void until.finally(() => (done = true));
+  const inflight: Array<Promise<void>> = [];
+  const gap = 1000 / perSecond;
+  for (let next = performance.now(); !done; next += gap) {
+    const wait = next - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    inflight.push(timedGet(url).then((r) => {
+      if (r.status !== 200) throw new Error(`plain delivery answered ${r.status}`);
+      latencies.push(r.ms);
+    }));
+  }
+  await Promise.all(inflight);
+  return latencies;
+}
+
+async function main(): Promise<void> {
+  const workDir = makeWorkDir(os.tmpdir(), "coffer-bench-images-", false);
+  log(`machine: ${os.cpus().length} CPUs, load ${os.loadavg()[0]?.toFixed(2)}; sharp ${sharp.versions.sharp}, libvips ${sharp.versions.vips}`);
+  const photo = await twelveMegapixels();
+  const photoPath = path.join(workDir, "photo.jpg");
+  fs.writeFileSync(photoPath, photo);
+  log(`12-MP JPEG: ${(photo.length / 1e6).toFixed(1)} MB`);
+  const { origin, edge, edgeUrl, api } = await startCoffer(workDir);
+  try {
+    const up = await uploadFile(api, photo, { name: "photo.jpg", visibility: "Public" });
+    const photoUrl = `${edgeUrl}${up.deliveryPath}`;
+    // The original at the edge first: every miss below is the transform, not the fetch.
+    for (let i = 0; (await timedGet(photoUrl)).status !== 200; i++) if (i > 100) throw new Error("the edge never served the photo");
+    sharp.cache(false);
+    // Unrecorded: the edge loads sharp with its first variant, and both sides warm up.
+    await direct(photoPath, 300);
+    if ((await timedGet(`${photoUrl}?w=300&format=webp`)).status !== 200) throw new Error("the first variant failed");
+
+    // Misses, one at a time, interleaved with direct calls.
+    const edgeMs: number[] = [];
+    const directMs: number[] = [];
+    let width = 320;
+    for (let r = 0; r < ROUNDS; r++, width++) {
+      const res = await timedGet(`${photoUrl}?w=${width}&format=webp`);
+      if (res.status !== 200 || res.cache !== "MISS") throw new Error(`a miss answered ${res.status} ${res.cache}`);
+      edgeMs.push(res.ms);
+      directMs.push(await direct(photoPath, width));
+    }
+    // Throughput, two at a time (the edge's default COFFER_VARIANT_CONCURRENCY).
+    const pairs = Math.max(2, ROUNDS);
+    let t0 = performance.now();
+    for (let r = 0; r < pairs; r += 2, width += 2) {
+      await Promise.all([timedGet(`${photoUrl}?w=${width}&format=webp`), timedGet(`${photoUrl}?w=${width + 1}&format=webp`)]);
+    }
+    const edgePerS = pairs / ((performance.now() - t0) / 1000);
+    t0 = performance.now();
+    for (let r = 0; r < pairs; r += 2, width += 2) await Promise.all([direct(photoPath, width), direct(photoPath, width + 1)]);
+    const directPerS = pairs / ((performance.now() - t0) / 1000);
+
+    // Hits: a cached variant against a plain file of the same bytes.
+    const variantUrl = `${photoUrl}?w=320&format=webp`;
+    const variant = await request(variantUrl, { agent });
+    const plain = await uploadFile(api, variant.body, { name: "thumb.webp", visibility: "Public" });
+    const plainUrl = `${edgeUrl}${plain.deliveryPath}`;
+    for (let i = 0; (await timedGet(plainUrl)).cache !== "HIT"; i++) if (i > 100) throw new Error("the plain file never became a hit");
+    let hits: { variant: number; plain: number } | null = null;
+    if (commandExists("wrk")) {
+      const v: number[] = [];
+      const p: number[] = [];
+      for (let r = 0; r < 3; r++) {
+        v.push(await wrk(variantUrl, HIT_SECONDS));
+        p.push(await wrk(plainUrl, HIT_SECONDS));
+      }
+      hits = { variant: median(v)!, plain: median(p)! };
+    } else log("wrk not found: the hit scenario is skipped (apt-get install wrk)");
+
+    // Storm: other deliveries' latency, idle and while STORM distinct variants are made.
+    const idle = await paced(plainUrl, 200, new Promise((r) => setTimeout(r, 3000)));
+    let stormDone = 0;
+    const storm = Promise.all(Array.from({ length: STORM }, (_, i) => timedGet(`${photoUrl}?w=${100 + i}&format=webp`).then((r) => {
+      if (r.status !== 200) throw new Error(`a storm variant answered ${r.status}`);
+      stormDone++;
+    })));
+    const tStorm = performance.now();
+    const during = await paced(plainUrl, 200, storm);
+    const stormS = (performance.now() - tStorm) / 1000;
+    await storm;
+
+    const missMedian = median(edgeMs)!;
+    const directMedian = median(directMs)!;
+    const missRatio = missMedian / directMedian;
+    const hitRatio = hits ? hits.variant / hits.plain : null;
+    const idleP99 = percentile(idle, 99)!;
+    const stormP99 = percentile(during, 99)!;
+    const rows = [
+      ["scenario", "edge", "reference", "ratio", "goal", ""],
+      ["miss latency, median ms (12 MP JPEG → 320 px WebP)", fmt(missMedian), `${fmt(directMedian)} sharp direct`, fmt(missRatio, 2), `≤ ${GOAL_MISS_VS_DIRECT}`, verdict(missRatio <= GOAL_MISS_VS_DIRECT)],
+      ["miss throughput, variants/s (2 at a time)", fmt(edgePerS, 2), `${fmt(directPerS, 2)} sharp direct`, fmt(edgePerS / directPerS, 2), "", ""],
+      ["hits, req/s (wrk -c16)", hits ? fmt(hits.variant, 0) : "n/a", hits ? `${fmt(hits.plain, 0)} plain file` : "n/a", fmt(hitRatio, 2), `≥ ${GOAL_HIT_VS_PLAIN}`, verdict(hitRatio === null ? null : hitRatio >= GOAL_HIT_VS_PLAIN)],
+      [`other deliveries' p99 ms, storm of ${STORM} variants (${fmt(stormS)} s)`, fmt(stormP99, 2), `${fmt(idleP99, 2)} idle`, fmt(stormP99 / idleP99, 2), `≤ ${GOAL_STORM_P99}`, verdict(stormP99 / idleP99 <= GOAL_STORM_P99)],
+    ];
+    log("");
+    for (const line of renderTable(rows)) log(line);
+    log(`miss ms, edge: ${edgeMs.map((x) => fmt(x, 0)).join(" ")}; direct: ${directMs.map((x) => fmt(x, 0)).join(" ")}`);
+    log(`storm: ${stormDone} variants made; plain deliveries idle p50 ${fmt(median(idle), 2)} ms (${idle.length}), during p50 ${fmt(median(during), 2)} ms (${during.length})`);
+    if (values.json) {
+      process.stdout.write(JSON.stringify({ missMedian, directMedian, missRatio, edgePerS, directPerS, hits, hitRatio, idleP99, stormP99, stormS, storm: STORM }) + "\n");
+    }
+  } finally {
+    agent.destroy();
+    api.close();
+    await stopAll([edge, origin]);
+    releaseWatchdog();
+  }
+}
+
+main().catch((err: unknown) => {
+  log(`BENCHMARK FAILED: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  process.exit(1);
+});

@@ -1,0 +1,178 @@
+/**
+ * Answers a delivery request that asks for a variant. The delivery decision of contract §7
+ * has been taken before this runs; it is taken again after every wait (the source's fetch,
+ * the transform), so a file deleted or switched meanwhile gets its 404 or 403, never bytes.
+ */
+import type http from 'node:http';
+import { parseQuery } from '../../core/signing.js';
+import { OUTPUT_TYPES, outputFormat, readVariant, sourceFormat, variantKey, variantName, type OutputFormat, type VariantParams, type VariantProblem } from '../../core/variants.js';
+import type { CachedBytes, CachedVariant, EdgeCache } from '../cache.js';
+import { contentDisposition, notModified, parseRange, type Decision } from '../delivery.js';
+import type { InFlight } from '../in-flight.js';
+import type { EdgeMetrics } from '../metrics.js';
+import { streamFile, type Gate } from '../send.js';
+import type { EdgeFile } from '../state.js';
+import type { VariantMaker } from './maker.js';
+import { VariantError } from './transform.js';
+
+type Serve = Extract<Decision, { kind: 'serve' }>;
+/** The judgement of the edge's server: bytes may be served, a refusal, or no word from the origin. */
+export type VariantJudgement = { file: EdgeFile; decision: Serve } | { error: Extract<Decision, { kind: 'error' }> } | 'unavailable';
+
+export interface VariantDeps {
+  cache: EdgeCache;
+  maker: VariantMaker;
+  metrics: EdgeMetrics;
+  /** Cache-Control of a Public answer. */
+  publicCache: string;
+  judge(e: InFlight): VariantJudgement | Promise<VariantJudgement>;
+  /** Answers a refusal; true when it did. */
+  refused(res: http.ServerResponse, judged: VariantJudgement): boolean;
+  sendError(res: http.ServerResponse, status: number, code: string, message: string, extra?: string[], details?: Record<string, unknown>): void;
+  track(e: InFlight): Gate;
+  /** Whether bytes of this file may still be kept (under a lease: it is still current). */
+  stillWanted(file: EdgeFile): boolean;
+}
+
+/** A file whose content changes while its variant is made is looked up again this often. */
+const ATTEMPTS = 3;
+
+export type VariantAsked = { params: VariantParams } | { problem: VariantProblem };
+
+/**
+ * Reads the variant a query asks for (null: none), remembering the last queries read:
+ * thumbnails are asked for with the same few queries over and over.
+ */
+export function variantReader(capacity = 10_000): (query: string) => VariantAsked | null {
+  const known = new Map<string, VariantAsked | null>();
+  return (query) => {
+    let asked = known.get(query);
+    if (asked !== undefined) return asked;
+    asked = readVariant(parseQuery(query) ?? []);
+    if (known.size >= capacity) known.delete(known.keys().next().value!);
+    known.set(query, asked);
+    return asked;
+  };
+}
+
+export function variantResponder(d: VariantDeps) {
+  /** The headers of a whole 200 hit, built once per file, variant and kind of answer. */
+  const hitHeaders = new WeakMap<EdgeFile, Map<string, string[]>>();
+
+  function headers(file: EdgeFile, decision: Serve, out: OutputFormat, auto: boolean, etag: string): string[] {
+    const h = [
+      'Content-Type', OUTPUT_TYPES[out],
+      'ETag', `"${etag}"`,
+      'Last-Modified', new Date(file.completed_at).toUTCString(),
+      'Accept-Ranges', 'bytes',
+      'X-Content-Type-Options', 'nosniff',
+      'Content-Disposition', contentDisposition(variantName(file.name, out), decision.download),
+      'Cache-Control', decision.signed ? 'private, no-store' : d.publicCache,
+    ];
+    if (auto) h.push('Vary', 'Accept');
+    return h;
+  }
+
+  /** The commonest answer, a whole cached variant from memory, with headers built once. */
+  function quickHit(req: http.IncomingMessage, res: http.ServerResponse, file: EdgeFile, decision: Serve, out: OutputFormat, auto: boolean, v: CachedVariant): boolean {
+    if (!v.memory || req.method !== 'GET' || req.headers.range !== undefined || req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined) return false;
+    let byKey = hitHeaders.get(file);
+    if (!byKey) hitHeaders.set(file, (byKey = new Map()));
+    const key = `${v.etag}${decision.signed ? 1 : 0}${decision.download ? 1 : 0}${auto ? 1 : 0}${out}`;
+    let h = byKey.get(key);
+    if (!h) {
+      if (byKey.size >= 64) byKey.clear();
+      h = [...headers(file, decision, out, auto, v.etag), 'Content-Length', String(v.size), 'X-Cache', 'HIT'];
+      byKey.set(key, h);
+    }
+    d.metrics.body(res, true, v.size);
+    res.writeHead(200, h);
+    res.end(v.memory);
+    return true;
+  }
+
+  function send(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, file: EdgeFile, decision: Serve, out: OutputFormat, auto: boolean, v: CachedVariant, xcache: 'HIT' | 'MISS'): void {
+    if (xcache === 'HIT' && quickHit(req, res, file, decision, out, auto, v)) return;
+    const h = headers(file, decision, out, auto, v.etag);
+    if (notModified(req.headers['if-none-match'], req.headers['if-modified-since'], `"${v.etag}"`, file.completed_at)) {
+      res.writeHead(304, ['ETag', `"${v.etag}"`, 'Last-Modified', new Date(file.completed_at).toUTCString(), 'Cache-Control', decision.signed ? 'private, no-store' : d.publicCache, ...(auto ? ['Vary', 'Accept'] : [])]);
+      res.end();
+      return;
+    }
+    let range = parseRange(req.headers.range, v.size);
+    const ifRange = req.headers['if-range'] as string | undefined;
+    if (range !== null && ifRange !== undefined && ifRange.trim() !== `"${v.etag}"`) range = null;
+    if (range === 'unsatisfiable') {
+      d.sendError(res, 416, 'range_not_satisfiable', 'The requested range lies outside the image.', ['Content-Range', `bytes */${v.size}`]);
+      return;
+    }
+    const start = range?.start ?? 0;
+    const end = range?.end ?? v.size - 1;
+    d.metrics.body(res, xcache === 'HIT', end - start + 1);
+    res.writeHead(range ? 206 : 200, [...h, 'Content-Length', String(end - start + 1), 'X-Cache', xcache,
+      ...(range ? ['Content-Range', `bytes ${start}-${end}/${v.size}`] : [])]);
+    if (req.method === 'HEAD') {
+      res.end();
+      return;
+    }
+    // In memory: one write, while the decision that allowed it holds. On disk: every chunk asks.
+    if (v.memory) {
+      res.end(range ? v.memory.subarray(start, end + 1) : v.memory);
+      return;
+    }
+    streamFile(v.path!, start, end, res, d.track(entry)).catch(() => res.destroy());
+  }
+
+  /** Answers a variant request whose first judgement is `judged`. */
+  return async function serveVariant(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: VariantJudgement, asked: VariantAsked): Promise<void> {
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      if (d.refused(res, judged)) return;
+      const { file, decision } = judged as Exclude<VariantJudgement, 'unavailable' | { error: unknown }>;
+      if ('problem' in asked) {
+        d.sendError(res, 400, 'invalid_variant', asked.problem.message, [], { field: asked.problem.field });
+        return;
+      }
+      const source = sourceFormat(file.content_type);
+      if (!source) {
+        d.sendError(res, 400, 'not_an_image', 'Variants are made of JPEG, PNG, WebP, AVIF, GIF and TIFF images only; this file is none of them.');
+        return;
+      }
+      const params = asked.params;
+      const out = outputFormat(params, source, req.headers.accept);
+      const key = variantKey(params, out);
+      entry.sha256 = file.sha256;
+      const kept = d.cache.lookupVariant(file, key);
+      if (kept) return send(req, res, entry, file, decision, out, params.format === 'auto', kept, 'HIT');
+      if (file.size > d.cache.capacity) {
+        d.sendError(res, 422, 'image_too_large', "The image is larger than this edge's cache, so no variant of it is made here.");
+        return;
+      }
+      let made: CachedVariant | VariantError;
+      let joined = false;
+      try {
+        const bytes: CachedBytes | null = await d.cache.ensure(file, () => d.stillWanted(file));
+        if (!bytes) throw new VariantError(503, 'edge_unavailable', 'This edge has no room for the image right now; try again.');
+        const job = d.maker.make(file, key, params, out, bytes, () => d.stillWanted(file));
+        joined = job.joined;
+        made = await job.promise;
+      } catch (err) {
+        if (!(err instanceof VariantError)) throw err;
+        made = err;
+      }
+      // The waits may have outlasted the file's right to be served, or its content.
+      const again = await d.judge(entry);
+      if (d.refused(res, again)) return;
+      const now = again as Exclude<VariantJudgement, 'unavailable' | { error: unknown }>;
+      if (now.file.sha256 !== file.sha256) {
+        judged = again;
+        continue;
+      }
+      if (made instanceof VariantError) {
+        d.sendError(res, made.status, made.code, made.message, made.status === 503 ? ['Retry-After', '1'] : []);
+        return;
+      }
+      return send(req, res, entry, now.file, now.decision, out, params.format === 'auto', made, joined ? 'HIT' : 'MISS');
+    }
+    d.sendError(res, 503, 'edge_unavailable', 'The image changed while this edge made its variant; try again.', ['Retry-After', '1']);
+  };
+}

@@ -108,7 +108,7 @@ export async function registerS3Routes(app: FastifyInstance, opts: S3RoutesOptio
       return send(reply, answer, request.method === 'HEAD');
     };
     for (const url of ['/', '/*']) {
-      scope.route({ method: [...METHODS], url, exposeHeadRoute: false, config: { access: 's3' }, handler });
+      scope.route({ method: [...METHODS], url, exposeHeadRoute: false, config: { access: 's3' }, schema: { hide: true }, handler });
     }
   }, { prefix: opts.prefix });
 }

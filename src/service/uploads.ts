@@ -174,7 +174,7 @@ export class Uploads {
         if (!(err instanceof UploadGoneError)) throw err;
         // Completed or aborted meanwhile, perhaps by another origin: answer as the state now says.
         await this.requireUploadFor(this.c.meta.read, input.caller, input);
-        throw errors.uploadNotFound();
+        throw await this.recoverJoined(file);
       }
       handedOver = true;
       const recorded = this.c.parts.record(file, input.partNumber, part, replacing);
@@ -194,6 +194,22 @@ export class Uploads {
         if (writer !== input.writer) await writer.discard().catch(() => {});
       }
     }
+  }
+
+  /**
+   * The error for a part of an open upload whose multipart upload the store no longer has.
+   * When the object stands at the upload's key, a completion joined the parts and stopped
+   * before recording it (an origin killed inside complete-upload, on S3): that completion is
+   * finished now, and the part is refused as for any completed upload.
+   */
+  private async recoverJoined(file: StoredFile): Promise<Error> {
+    if ((await this.c.blobs.size(file.blob_key)) === null) return errors.uploadNotFound();
+    try {
+      await this.completeAsService(file.id);
+    } catch {
+      return errors.uploadNotFound();
+    }
+    return errors.uploadCompleted();
   }
 
   /** Waits for every answered part of every upload to be recorded: before a shutdown. */

@@ -190,7 +190,8 @@ describe('examples/browser-upload', () => {
 
     // The parts went from the worker straight to Coffer, not through the application or the page.
     await settled();
-    const parts = seen.filter((s) => s.url === `${originUrl}/collections/upload/file-progress` && s.method === 'POST');
+    // Raw parts (contract §9): the fields ride in the query.
+    const parts = seen.filter((s) => new URL(s.url).origin + new URL(s.url).pathname === `${originUrl}/collections/upload/file-progress` && s.method === 'POST');
     expect(parts.length).toBe(2);
     for (const p of parts) {
       expect(p.status).toBe(200);
@@ -199,7 +200,7 @@ describe('examples/browser-upload', () => {
     expect(seen.filter((s) => s.url.startsWith(appUrl) && s.url.includes('/collections/'))).toEqual([]);
     const worker = page.workers()[0]!;
     const workerTimeline = await worker.evaluate(() => performance.getEntriesByType('resource').map((e) => e.name));
-    expect(workerTimeline.filter((u) => u.endsWith('/collections/upload/file-progress')).length).toBe(2);
+    expect(workerTimeline.filter((u) => new URL(u).pathname === '/collections/upload/file-progress').length).toBe(2);
     const pageTimeline = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => e.name));
     expect(pageTimeline.filter((u) => u.includes('/collections/'))).toEqual([]);
 

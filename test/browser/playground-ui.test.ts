@@ -315,9 +315,13 @@ describe('folders, breadcrumbs and the address', () => {
       await dialog.getByLabel('Name').fill(name);
       await page.keyboard.press('Enter');
       await item(page, name).waitFor();
+      // The closing dialog hands focus back to its opener: only then does the grid take it.
+      await dialog.waitFor({ state: 'detached' });
+      await expect.poll(() => page.evaluate(() => document.activeElement?.closest('dialog') == null)).toBe(true);
       await grid(page).focus();
       // The only entry: focusing the grid selects it; Enter opens what is selected.
       await expect.poll(() => item(page, name).getAttribute('aria-selected')).toBe('true');
+      await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('role'))).toBe('grid');
       await page.keyboard.press('Enter');
       await page.locator('[data-testid=empty-state]').waitFor();
     }
@@ -685,6 +689,7 @@ describe('keyboard and accessibility', () => {
     await page.keyboard.press('Alt+ArrowUp');
     await item(page, 'k00.txt').waitFor();
     await expect.poll(active).toBe('a-folder');
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('role'))).toBe('grid');
 
     // The ⋮ menu: arrow keys, Escape returns focus.
     await page.keyboard.press('Shift+F10');

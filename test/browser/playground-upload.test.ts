@@ -147,18 +147,26 @@ async function statusOf(fileId: string) {
   }
 }
 
-/** Holds part requests after the first `pass` until released; the held ones then go on (or fail quietly if their page is gone). */
-async function holdParts(page: Page, pass: number) {
+/**
+ * Lets `pass` parts through and holds the rest until released; `drop`: held parts are then
+ * aborted, never reaching the service. Held parts are settled before the route goes: removing
+ * the last route turns interception off, and Chromium then lets paused requests through.
+ */
+async function holdParts(page: Page, pass: number, drop = false) {
   let seen = 0;
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
-  await page.route(PART_GLOB, async (route: Route) => {
-    if (seen++ >= pass) await released;
-    await route.continue().catch(() => undefined);
+  const held: Promise<void>[] = [];
+  await page.route(PART_GLOB, (route: Route) => {
+    if (seen++ < pass) return route.continue().catch(() => undefined);
+    const settled = released.then(() => (drop ? route.abort() : route.continue())).catch(() => undefined);
+    held.push(settled);
+    return settled;
   });
   return async () => {
-    await page.unrouteAll({ behavior: 'ignoreErrors' });
     release();
+    await Promise.all(held);
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
   };
 }
 
@@ -237,7 +245,8 @@ describe('Playground uploads', () => {
     const parts = recordParts(page);
     const opened = recordOpened(page);
     // The service gets the first two parts; the rest wait until the page is gone.
-    const releaseHeld = await holdParts(page, 2);
+    // The held parts die with the page: after the reload, exactly the missing ones go again.
+    const releaseHeld = await holdParts(page, 2, true);
 
     await page.locator(FILE_INPUT).first().setInputFiles(path);
     await expect.poll(() => opened.has(name), WAIT).toBe(true);

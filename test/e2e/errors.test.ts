@@ -103,12 +103,23 @@ describe('cross-cutting errors (contract §2)', () => {
   });
 
   describe('415 unsupported_media_type', () => {
-    const types = ['text/plain', 'text/plain; charset=utf-8', 'application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/octet-stream', 'text/json'];
+    const types = ['text/plain', 'text/plain; charset=utf-8', 'application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'text/json'];
     it.each(types)('refuses %s on a normal endpoint and on file-progress', async (type) => {
       for (const path of ['/collections/list', '/collections/upload/file', '/collections/upload/file-progress']) {
         const r = await send(o.url + path, { headers: { authorization: `Bearer ${o.key}`, 'content-type': type }, body: '{}' });
         expectError(r, 415, 'unsupported_media_type');
       }
+    });
+
+    it('refuses application/octet-stream except on file-progress, where it is a raw part (contract §9)', async () => {
+      for (const path of ['/collections/list', '/collections/upload/file']) {
+        const r = await send(o.url + path, { headers: { authorization: `Bearer ${o.key}`, 'content-type': 'application/octet-stream' }, body: '{}' });
+        expectError(r, 415, 'unsupported_media_type');
+      }
+      // A raw part without its fields in the query: the fields are missing, not the type.
+      const raw = await send(o.url + '/collections/upload/file-progress', { headers: { authorization: `Bearer ${o.key}`, 'content-type': 'application/octet-stream' }, body: '{}' });
+      expect(raw.status).toBe(400);
+      expect(raw.body.error.code).toBe('invalid_request');
     });
 
     it('refuses a body without a Content-Type', async () => {

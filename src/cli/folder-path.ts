@@ -1,6 +1,6 @@
 /** `--folder ID|/path`: a folder named by its id, or by its path from the root. */
 import type { CofferClient } from '../sdk/index.js';
-import { CliError } from './client.js';
+import { CliError } from './common.js';
 
 export interface FolderChoice {
   /** null: the root. */

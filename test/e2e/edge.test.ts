@@ -6,7 +6,6 @@
  * are host-independent). Edge C runs with COFFER_PUBLIC_MAX_AGE.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnCoffer, stopAll, type CofferProcess } from '../helpers/processes.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { expectError } from '../helpers/api.js';
+import { rawRequest, type RawAnswer } from '../helpers/raw-http.js';
 import { tusClient } from '../helpers/tus.js';
 import { isInlineSafe } from '../../src/edge/delivery.js';
 
@@ -31,50 +31,9 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 // ---------------------------------------------------------------- HTTP
 
-interface Res {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: Buffer;
-  /** The body parsed as JSON, or undefined. */
-  json: any;
-}
-
-interface ReqOptions {
-  method?: 'GET' | 'HEAD';
-  headers?: Record<string, string>;
-  timeoutMs?: number;
-}
-
-/**
- * One request on a fresh connection, with the path sent exactly as given (no URL
- * normalisation: `..`, %2F and %00 reach the server as written).
- */
-function request(base: string, path: string, opts: ReqOptions = {}): Promise<Res> {
-  const u = new URL(base);
-  return new Promise<Res>((resolvePromise, reject) => {
-    const req = httpRequest({
-      host: u.hostname, port: Number(u.port), path, method: opts.method ?? 'GET', headers: opts.headers ?? {}, agent: false,
-      timeout: opts.timeoutMs ?? 10_000,
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const body = Buffer.concat(chunks);
-        let json: any;
-        try {
-          json = JSON.parse(body.toString());
-        } catch {
-          json = undefined;
-        }
-        resolvePromise({ status: res.statusCode ?? 0, headers: res.headers, body, json });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`timeout: ${opts.method ?? 'GET'} ${base}${path}`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
+type Res = RawAnswer;
+const request = (base: string, path: string, opts: { method?: 'GET' | 'HEAD'; headers?: Record<string, string>; timeoutMs?: number } = {}) =>
+  rawRequest(base, path, opts);
 
 // ---------------------------------------------------------------- the fleet
 

@@ -12,7 +12,7 @@
  * within its lease, and catches up after.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import http, { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import http from 'node:http';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -23,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnCoffer, type CofferProcess } from '../helpers/processes.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { expectError } from '../helpers/api.js';
+import { rawRequest, type RawAnswer } from '../helpers/raw-http.js';
 import { createDatabase } from '../helpers/postgres.js';
 import { startS3, type TestS3 } from '../helpers/s3.js';
 import type { MetadataStore } from '../../src/core/ports.js';
@@ -38,37 +39,10 @@ const CHUNK = 5 * 1024 * 1024;
 const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-interface Res {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: Buffer;
-  json: any;
-}
+type Res = RawAnswer;
 
 /** One GET on a fresh connection. */
-function get(base: string, path: string, timeoutMs = 10_000): Promise<Res> {
-  const u = new URL(base);
-  return new Promise<Res>((resolve, reject) => {
-    const req = httpRequest({ host: u.hostname, port: Number(u.port), path, agent: false, timeout: timeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const body = Buffer.concat(chunks);
-        let json: any;
-        try {
-          json = JSON.parse(body.toString());
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`timeout: GET ${base}${path}`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
+const get = (base: string, path: string, timeoutMs = 10_000): Promise<Res> => rawRequest(base, path, { timeoutMs });
 
 /** A load balancer in this process: each new connection goes to the next target in turn. */
 async function roundRobin(targets: string[]): Promise<{ url: string; connections: () => number; close(): Promise<void> }> {

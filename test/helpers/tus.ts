@@ -2,11 +2,11 @@
  * A bare tus 1.0 client for the tests: one request per call over node:http, so a test controls
  * every header and how the body goes (whole, in slow pieces, or cut off), and sees every answer.
  */
-import { request as httpRequest } from 'node:http';
 import { createHash } from 'node:crypto';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { rawRequest } from './raw-http.js';
 import { testS3Client } from './s3.js';
 
 export const MiB = 1024 * 1024;
@@ -41,7 +41,7 @@ export function tusMetadata(values: Record<string, string | null>): string {
 }
 
 /** Sends one tus request with `auth` as its Authorization header. */
-export function tus(base: string, auth: string | null, call: TusCall): Promise<TusAnswer> {
+export async function tus(base: string, auth: string | null, call: TusCall): Promise<TusAnswer> {
   const url = new URL(call.url, base);
   const headers: Record<string, string> = {};
   if (auth !== null) headers.authorization = auth;
@@ -51,42 +51,12 @@ export function tus(base: string, auth: string | null, call: TusCall): Promise<T
     if (v === undefined) delete headers[k.toLowerCase()];
     else headers[k.toLowerCase()] = v;
   }
-  return new Promise<TusAnswer>((resolve, reject) => {
-    const req = httpRequest({ host: url.hostname, port: Number(url.port), path: url.pathname + url.search, method: call.method, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const body = Buffer.concat(chunks);
-        let json: any;
-        try {
-          json = JSON.parse(body.toString());
-        } catch {
-          json = undefined;
-        }
-        const flat = Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v]));
-        resolve({ status: res.statusCode ?? 0, headers: flat, body, json });
-      });
-    });
-    req.on('error', reject);
-    if (call.body === undefined) {
-      req.end();
-    } else if (Buffer.isBuffer(call.body)) {
-      req.end(call.body);
-    } else {
-      const pieces = call.body;
-      (async () => {
-        for await (const piece of pieces) {
-          if (!req.write(piece)) await new Promise<void>((r) => req.once('drain', () => r()));
-        }
-        if (call.cut) {
-          // Once what was written has left this process.
-          await new Promise<void>((r) => req.write('', () => r()));
-          req.destroy(new Error('cut off by the test'));
-        } else req.end();
-      })().catch((err) => req.destroy(err));
-    }
+  // No idle limit: some tests send their pieces slowly on purpose.
+  const a = await rawRequest(url.origin, url.pathname + url.search, {
+    method: call.method, headers, timeoutMs: 0, ...(call.body !== undefined ? { body: call.body } : {}), ...(call.cut ? { cut: true } : {}),
   });
+  const flat = Object.fromEntries(Object.entries(a.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v]));
+  return { ...a, headers: flat };
 }
 
 /** A tus client bound to an origin and a credential. */

@@ -1,0 +1,80 @@
+/** What every client command of `coffer` shares: its output, its errors, its flags and its client. */
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { CofferClient, CofferError } from '../sdk/index.js';
+import { CREDENTIALS_FILE } from '../config/credentials.js';
+
+export interface Io {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown; isTTY?: boolean; columns?: number };
+  env: NodeJS.ProcessEnv;
+}
+
+export const defaultIo = (): Io => ({ stdout: process.stdout, stderr: process.stderr, env: process.env });
+
+/** A failure of the command itself, reported as its message alone. */
+export class CliError extends Error {
+  constructor(message: string, readonly exitCode = 1) {
+    super(message);
+  }
+}
+
+export interface ClientFlags {
+  url?: string;
+  key?: string;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
+
+/**
+ * The key comes from --key or COFFER_ACCESS_KEY; for a service on this machine, from the
+ * credentials file `coffer serve` wrote, so a local try-out needs no copying.
+ */
+async function accessKeyFor(url: string, flags: ClientFlags, env: NodeJS.ProcessEnv): Promise<string> {
+  const given = flags.key ?? env.COFFER_ACCESS_KEY;
+  if (given) return given;
+  let host = '';
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    // Reported by the URL check.
+  }
+  const file = resolve(env.COFFER_DATA_DIR ?? './data', CREDENTIALS_FILE);
+  if (LOOPBACK.has(host)) {
+    try {
+      const stored = JSON.parse(await readFile(file, 'utf8')) as { access_key?: unknown };
+      if (typeof stored.access_key === 'string') return stored.access_key;
+    } catch {
+      // No local service data here.
+    }
+  }
+  throw new CliError(`No access key: set COFFER_ACCESS_KEY or pass --key. The service printed it when it first started and keeps it in ${CREDENTIALS_FILE} in its data directory${LOOPBACK.has(host) ? ` (not found at ${file}; set COFFER_DATA_DIR to that directory)` : ''}.`);
+}
+
+export async function clientFor(flags: ClientFlags, io: Io): Promise<CofferClient> {
+  const url = (flags.url ?? io.env.COFFER_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
+  if (!/^https?:\/\/[^/]+/i.test(url)) throw new CliError(`"${url}" is not a service address: give the origin's URL, e.g. http://127.0.0.1:8080.`);
+  return new CofferClient({ url, accessKey: await accessKeyFor(url, flags, io.env) });
+}
+
+export function json(io: Io, value: unknown): void {
+  io.stdout.write(JSON.stringify(value, null, 2) + '\n');
+}
+
+export function wholeNumber(value: string, name: string, min: number, max: number): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || n < min || n > max) throw new CliError(`${name} must be a whole number from ${min} to ${max}.`);
+  return n;
+}
+
+/** `root` and `/` name the root folder on the command line. */
+export const folderArg = (value: string | undefined): string | null => (value === undefined || value === 'root' || value === '/' ? null : value);
+
+export function visibilityArg(value: string): 'Public' | 'Private' {
+  const v = value.trim().toLowerCase();
+  if (v === 'public') return 'Public';
+  if (v === 'private') return 'Private';
+  throw new CliError(`Visibility must be "public" or "private", not "${value}".`);
+}
+
+export const isCode = (err: unknown, code: string): err is CofferError => err instanceof CofferError && err.code === code;

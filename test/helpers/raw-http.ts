@@ -1,0 +1,68 @@
+/**
+ * One HTTP request on a fresh connection over node:http, with the path sent exactly as given
+ * (no URL normalisation: `..`, %2F and %00 reach the server as written), the body whole or in
+ * pieces (optionally cut off), and the whole answer read.
+ */
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+
+export interface RawAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  /** The body parsed as JSON, or undefined. */
+  json: any;
+}
+
+export interface RawRequest {
+  method?: string;
+  headers?: Record<string, string>;
+  /** Bytes, or pieces sent one after another (chunked unless Content-Length is given). */
+  body?: Buffer | AsyncIterable<Buffer>;
+  /** Close the connection once the body's pieces are written, without ending the request. */
+  cut?: boolean;
+  /** Gives up when the connection is idle this long (default 10 s). */
+  timeoutMs?: number;
+}
+
+export function jsonOrUndefined(body: Buffer): any {
+  try {
+    return JSON.parse(body.toString());
+  } catch {
+    return undefined;
+  }
+}
+
+export function rawRequest(base: string, path: string, opts: RawRequest = {}): Promise<RawAnswer> {
+  const u = new URL(base);
+  const method = opts.method ?? 'GET';
+  return new Promise<RawAnswer>((resolve, reject) => {
+    const req = httpRequest({
+      host: u.hostname, port: Number(u.port), path, method, headers: opts.headers ?? {}, agent: false, timeout: opts.timeoutMs ?? 10_000,
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const body = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: jsonOrUndefined(body) });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${base}${path}`)));
+    req.on('error', reject);
+    const body = opts.body;
+    if (body === undefined) req.end();
+    else if (Buffer.isBuffer(body)) req.end(body);
+    else {
+      (async () => {
+        for await (const piece of body) {
+          if (!req.write(piece)) await new Promise<void>((r) => req.once('drain', () => r()));
+        }
+        if (opts.cut) {
+          // Once what was written has left this process.
+          await new Promise<void>((r) => req.write('', () => r()));
+          req.destroy(new Error('cut off by the test'));
+        } else req.end();
+      })().catch((err: Error) => req.destroy(err));
+    }
+  });
+}

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -25,10 +26,17 @@ const e2eElsewhere = [
   'variants', 'variants-fleet',
 ].map((name) => `test/e2e/${name}.test.ts`);
 
+/**
+ * Most test files wait on child processes and sockets far more than they compute, so two run at
+ * once even on a two-core machine. The browser tests drive one Chromium each and watch focus and
+ * timing, so they run afterwards, one file at a time.
+ */
 const shared = {
   testTimeout: 60_000,
   hookTimeout: 60_000,
   pool: 'forks' as const,
+  maxWorkers: Math.max(2, Math.min(4, availableParallelism())),
+  sequence: { groupOrder: 0 },
 };
 
 export default defineConfig({
@@ -40,8 +48,18 @@ export default defineConfig({
           ...shared,
           name: 'embedded',
           include: ['test/**/*.test.ts'],
+          exclude: ['**/node_modules/**', 'test/browser/**'],
           // One throwaway PostgreSQL for the run, started in the background (test/helpers/postgres.ts).
           globalSetup: ['./test/helpers/postgres-setup.ts'],
+        },
+      },
+      {
+        test: {
+          ...shared,
+          name: 'browser',
+          include: ['test/browser/**/*.test.ts'],
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
         },
       },
       {

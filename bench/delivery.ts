@@ -38,7 +38,6 @@ import {
   commandPath,
   cpuTicks,
   createLink,
-  errorCode,
   errorMessage,
   fmt,
   header,

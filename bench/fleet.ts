@@ -26,7 +26,6 @@ import {
   MB,
   MiB,
   OriginApi,
-  UsageError,
   armDeadline,
   bounded,
   Child,

@@ -1,6 +1,9 @@
 /**
- * Keyed coalescing ("single flight"): while work for a key is under way, everyone who asks
- * for the same key shares its promise instead of starting the work again.
+ * Work by key, the two ways this codebase needs it:
+ * - `Coalescer` ("single flight"): while work for a key is under way, everyone who asks for
+ *   the same key shares its promise instead of starting the work again;
+ * - `KeyedQueue`: work for one key runs one at a time, in the order it was asked for, while
+ *   different keys run side by side.
  */
 export class Coalescer<K, V> {
   private readonly pending = new Map<K, Promise<V>>();
@@ -26,5 +29,45 @@ export class Coalescer<K, V> {
 
   get size(): number {
     return this.pending.size;
+  }
+}
+
+const ignore = (): void => {};
+
+export class KeyedQueue<K> {
+  /** Per key, a promise that settles once the last work queued for it has. */
+  private readonly tails = new Map<K, Promise<void>>();
+
+  /** `onEmpty` is called whenever the last work queued, for any key, has ended. */
+  constructor(private readonly onEmpty?: () => void) {}
+
+  /** Runs `fn` once every earlier work for `key` has ended; a failure does not stop the queue. */
+  run<T>(key: K, fn: () => Promise<T>): Promise<T> {
+    const run = (this.tails.get(key) ?? Promise.resolve()).then(fn);
+    const tail: Promise<void> = run.then(ignore, ignore).then(() => {
+      if (this.tails.get(key) !== tail) return;
+      this.tails.delete(key);
+      if (this.tails.size === 0) this.onEmpty?.();
+    });
+    this.tails.set(key, tail);
+    return run;
+  }
+
+  /** Whether work for `key` is queued or running. */
+  has(key: K): boolean {
+    return this.tails.has(key);
+  }
+
+  keys(): K[] {
+    return [...this.tails.keys()];
+  }
+
+  get size(): number {
+    return this.tails.size;
+  }
+
+  /** Settles once everything queued so far, for every key, has ended. */
+  async drain(): Promise<void> {
+    while (this.tails.size > 0) await Promise.all(this.tails.values());
   }
 }

@@ -6,6 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { Coalescer } from '../core/coalesce.js';
 import type { ChunkConsumer } from './blob-fetch.js';
 import { join } from 'node:path';
 import type { EdgeFile } from './state.js';
@@ -44,7 +45,7 @@ const WRITE_BATCH = 1 << 20;
 export class EdgeCache {
   private readonly disk = new Map<string, DiskEntry>();
   private readonly memory = new Map<string, { sha256: string; bytes: Buffer }>();
-  private readonly inflight = new Map<string, Promise<CachedBytes | null>>();
+  private readonly fills = new Coalescer<string, CachedBytes | null>();
   private diskBytes = 0;
   /** Room taken by fetches under way, counted against the bound before their bytes arrive. */
   private reservedBytes = 0;
@@ -116,7 +117,7 @@ export class EdgeCache {
 
   /** True when a fetch for this file is under way. */
   fetching(fileId: string): boolean {
-    return this.inflight.has(fileId);
+    return this.fills.has(fileId);
   }
 
   /**
@@ -127,21 +128,15 @@ export class EdgeCache {
   ensure(file: EdgeFile, stillWanted: () => boolean): Promise<CachedBytes | null> {
     const hit = this.lookup(file);
     if (hit) return Promise.resolve(hit);
-    let pending = this.inflight.get(file.file_id);
-    if (!pending) {
-      if (!this.reserve(file.size)) return Promise.resolve(null);
-      pending = this.fetch(file, stillWanted).finally(() => {
-        this.inflight.delete(file.file_id);
-        this.reservedBytes -= file.size;
-      });
-      this.inflight.set(file.file_id, pending);
-    }
-    return pending;
+    if (!this.fills.has(file.file_id) && !this.reserve(file.size)) return Promise.resolve(null);
+    return this.fills.run(file.file_id, () => this.fetch(file, stillWanted).finally(() => {
+      this.reservedBytes -= file.size;
+    })).promise;
   }
 
   /** Makes room for a fetch, evicting what was used longest ago; false when there is none. */
   private reserve(size: number): boolean {
-    if (this.inflight.size >= this.maxFills || this.reservedBytes + size > this.capacity) return false;
+    if (this.fills.size >= this.maxFills || this.reservedBytes + size > this.capacity) return false;
     this.reservedBytes += size;
     this.evict(null);
     return true;

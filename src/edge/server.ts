@@ -29,7 +29,7 @@ import { variantOptions } from './variants/options.js';
 /** The route label of a request: a fixed set, never a file id. */
 const routeOf = (url: string | undefined): string => (url?.startsWith('/files/') ? '/files/:id' : url === '/healthz' || url === '/metrics' ? url : 'other');
 import { InFlightResponses, type InFlight } from './in-flight.js';
-import { relay, streamFile, type Gate } from './send.js';
+import { relay, streamFile } from './send.js';
 
 export interface RunningEdge {
   url: string;

@@ -47,13 +47,13 @@
  * is marked `lapsed` as before and must catch up. An edge that lags by milliseconds gets a
  * lease shorter by as much.
  *
- * Back-pressure. The feed waits for 'drain' before writing more to a stream, and a stream
- * that does not drain within `drainMs` (a lease by default) is destroyed: the edge drops its
- * lease, reconnects and catches up. Heartbeats are not written to a stream that is full.
+ * The streams themselves, and their back-pressure, are in edge-feed.ts.
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import type { EdgeAck, EdgeLease, MetadataStore, StoredEvent } from '../core/ports.js';
+import type { EdgeLease, MetadataStore } from '../core/ports.js';
+import { AckBatch } from './ack-batch.js';
+import { EdgeFeed } from './edge-feed.js';
 import { pollingOnly, type EventWake, type WakeReason } from './event-wake.js';
 import { LeaseGrants } from './lease-grant.js';
 
@@ -73,14 +73,6 @@ export interface AckAnswer {
   /** Milliseconds of lease granted, counted by the edge from when it sent the acknowledgement; 0 without a lease. */
   lease_ms: number;
   head: number;
-}
-
-interface Stream {
-  edgeId: string;
-  res: ServerResponse;
-  sent: number;
-  pumping: boolean;
-  again: boolean;
 }
 
 interface Waiter {
@@ -109,7 +101,6 @@ export interface EdgeHubOptions {
 }
 
 const mono = (): number => performance.now();
-const BATCH = 500;
 export const DEFAULT_POLL_MS = 25;
 /** How long the first acknowledgement of a burst waits for the others before they are written together. */
 const ACK_BATCH_MS = 4;
@@ -123,12 +114,11 @@ export class EdgeHub {
   private readonly pollMs: number;
   /** An acknowledgement is granted a lease only from a head read begun at most this long before it. */
   private readonly freshMs: number;
-  private readonly drainMs: number;
   private readonly wake: EventWake;
   private readonly onError: (what: string, err: unknown) => void;
 
   private readonly edges = new Map<string, LocalEdge>();
-  private readonly streams = new Set<Stream>();
+  private readonly feed: EdgeFeed;
   private waiters: Waiter[] = [];
   /** The head, and when each recent part of it was learned. */
   private readonly grants: LeaseGrants;
@@ -151,9 +141,7 @@ export class EdgeHub {
   private wantRead = false;
   private marking = false;
 
-  private ackQueue: Array<{ ack: EdgeAck; resolve(row: EdgeLease): void; reject(err: unknown): void }> = [];
-  private flushing = false;
-  private flushTimer: NodeJS.Timeout | null = null;
+  private readonly acks: AckBatch;
 
   private readonly heartbeat: NodeJS.Timeout;
   private pollTimer: NodeJS.Timeout | null = null;
@@ -168,8 +156,19 @@ export class EdgeHub {
     this.skewMs = o.skewMs ?? defaultSkewMs(o.leaseMs);
     this.pollMs = o.pollMs ?? DEFAULT_POLL_MS;
     this.freshMs = Math.max(50, this.pollMs * 2);
-    this.drainMs = o.drainMs ?? o.leaseMs;
     this.grants = new LeaseGrants(o.leaseMs, mono);
+    this.feed = new EdgeFeed({
+      eventsAfter: (seq, limit) => meta.eventsAfter(seq, limit),
+      head: () => this.head,
+      // Committed after the last head read began, since that read did not see them.
+      learned: (seq) => this.grants.learn(seq, this.checkedAt),
+      drainMs: o.drainMs ?? o.leaseMs,
+    });
+    this.acks = new AckBatch(async (acks) => {
+      const rows = await meta.recordEdgeAcks(acks);
+      for (const r of rows) this.rows.set(r.edge_id, r);
+      return rows;
+    }, ACK_BATCH_MS);
     this.wake = o.wake ?? pollingOnly;
     this.originId = o.originId ?? randomBytes(9).toString('base64url');
     this.onError = o.onError ?? (() => {});
@@ -194,7 +193,7 @@ export class EdgeHub {
   private onWake(reason: WakeReason): void {
     if (this.closed) return;
     if (reason === 'events') {
-      if (this.streams.size > 0) void this.pollEvents();
+      if (this.feed.size > 0) void this.pollEvents();
     } else if (this.waiters.length > 0) {
       this.readRows();
     }
@@ -207,7 +206,7 @@ export class EdgeHub {
 
   /** Polls while anything depends on what other origins write: streams to feed, changes waiting, leases to grant. */
   private schedulePoll(): void {
-    if (this.closed || this.pollTimer || (this.streams.size === 0 && this.waiters.length === 0 && !this.hearing())) return;
+    if (this.closed || this.pollTimer || (this.feed.size === 0 && this.waiters.length === 0 && !this.hearing())) return;
     this.pollTimer = setTimeout(() => {
       this.pollTimer = null;
       void this.poll();
@@ -219,7 +218,7 @@ export class EdgeHub {
     if (this.polling) return;
     this.polling = true;
     try {
-      if (this.streams.size > 0 || this.hearing()) await this.pollEvents();
+      if (this.feed.size > 0 || this.hearing()) await this.pollEvents();
       if (this.wantRead) this.readRows();
     } finally {
       this.polling = false;
@@ -247,18 +246,17 @@ export class EdgeHub {
       } finally {
         this.headRead = null;
       }
-      for (const s of this.streams) if (s.sent < this.head) void this.pump(s);
+      this.feed.wake(true);
     })();
     return this.headRead;
   }
 
   private async tick(): Promise<void> {
     await this.pollEvents();
-    // A stream that is full gets no heartbeat: it is either drained soon or dropped.
-    for (const s of this.streams) if (s.sent >= this.head && !s.pumping && !s.res.writableNeedDrain) s.res.write(`event: ping\ndata: {"head":${this.head}}\n\n`);
+    this.feed.ping();
     const at = mono();
     const horizon = at - this.leaseMs * 20;
-    for (const [id, e] of this.edges) if (e.lastHeard < horizon && ![...this.streams].some((s) => s.edgeId === id)) this.edges.delete(id);
+    for (const [id, e] of this.edges) if (e.lastHeard < horizon && !this.feed.has(id)) this.edges.delete(id);
     // Rows of edges gone for long; one that comes back starts again as a new edge.
     const wall = Date.now();
     const keep = Math.max(this.leaseMs * 20, 60_000);
@@ -271,77 +269,13 @@ export class EdgeHub {
 
   /** Streams events after `after` to an edge, then every new one, as Server-Sent Events. */
   attach(edgeId: string, after: number, res: ServerResponse): void {
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream',
-      'Cache-Control': 'no-store',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-    });
-    res.socket?.setNoDelay(true);
-    const stream: Stream = { edgeId, res, sent: after, pumping: false, again: false };
-    this.streams.add(stream);
-    res.on('close', () => this.streams.delete(stream));
-    void this.pump(stream);
+    this.feed.attach(edgeId, after, res);
     this.schedulePoll();
-  }
-
-  private async pump(s: Stream): Promise<void> {
-    if (s.pumping) {
-      s.again = true;
-      return;
-    }
-    s.pumping = true;
-    try {
-      do {
-        s.again = false;
-        for (;;) {
-          const events: StoredEvent[] = await this.meta.eventsAfter(s.sent, BATCH);
-          if (events.length === 0 || s.res.destroyed) break;
-          let text = '';
-          for (const ev of events) {
-            text += `id: ${ev.seq}\nevent: change\ndata: ${JSON.stringify({ seq: ev.seq, type: ev.type, data: ev.data })}\n\n`;
-          }
-          s.sent = events[events.length - 1]!.seq;
-          // Committed after the last head read began, since that read did not see them.
-          this.grants.learn(s.sent, this.checkedAt);
-          if (!(await this.send(s, text))) return;
-        }
-        if (!(await this.send(s, `event: ping\ndata: {"head":${this.head}}\n\n`))) return;
-      } while (s.again);
-    } catch {
-      s.res.destroy();
-    } finally {
-      s.pumping = false;
-    }
-  }
-
-  /** Writes to a stream, waiting for it to drain; false once the stream is gone (dropped if it stays full). */
-  private send(s: Stream, text: string): Promise<boolean> {
-    const res = s.res;
-    if (res.destroyed) return Promise.resolve(false);
-    if (res.write(text)) return Promise.resolve(true);
-    return new Promise<boolean>((resolve) => {
-      const done = (ok: boolean) => {
-        clearTimeout(timer);
-        res.off('drain', onDrain);
-        res.off('close', onClose);
-        resolve(ok);
-      };
-      const onDrain = () => done(true);
-      const onClose = () => done(false);
-      const timer = setTimeout(() => {
-        res.destroy();
-        done(false);
-      }, this.drainMs);
-      timer.unref();
-      res.on('drain', onDrain);
-      res.on('close', onClose);
-    });
   }
 
   /** The open feed streams and the bytes each holds unsent (for operators and tests). */
   feedStreams(): Array<{ edge: string; sent: number; buffered: number }> {
-    return [...this.streams].map((s) => ({ edge: s.edgeId, sent: s.sent, buffered: s.res.writableLength }));
+    return this.feed.list();
   }
 
   // ---- changes waiting for edges -------------------------------------------------
@@ -349,7 +283,7 @@ export class EdgeHub {
   /** Resolves once every live edge, whichever origin it follows, has applied `seq`. */
   publish(seq: number): Promise<void> {
     this.grants.learn(seq, mono());
-    for (const s of this.streams) void this.pump(s);
+    this.feed.wake();
     if (this.closed) return Promise.resolve();
     return new Promise<void>((resolve) => {
       // Only a read begun now sees every edge that might not have had this change.
@@ -513,7 +447,7 @@ export class EdgeHub {
     let row: EdgeLease;
     try {
       // No lease granted leaves `live_until` where it was (the store keeps the larger).
-      row = await this.record({ edge_id: edgeId, origin_id: this.originId, acked_seq: seq, heard_at: wall, live_until: grant > 0 ? wall + grant : 0 });
+      row = await this.acks.record({ edge_id: edgeId, origin_id: this.originId, acked_seq: seq, heard_at: wall, live_until: grant > 0 ? wall + grant : 0 });
     } catch (err) {
       this.onError('recording an acknowledgement', err);
       return none();
@@ -535,54 +469,11 @@ export class EdgeHub {
     }
   }
 
-  /**
-   * Writes acknowledgements in batches. The first of a burst waits ACK_BATCH_MS for the rest
-   * (every edge acknowledges a change within a few ms of the others): one write for the lot,
-   * made after the acknowledgements have settled waiting changes, not between them. Every one
-   * that arrives during a write goes in the next.
-   */
-  private record(ack: EdgeAck): Promise<EdgeLease> {
-    return new Promise<EdgeLease>((resolve, reject) => {
-      this.ackQueue.push({ ack, resolve, reject });
-      if (!this.flushing && !this.flushTimer) {
-        this.flushTimer = setTimeout(() => {
-          this.flushTimer = null;
-          void this.flush();
-        }, ACK_BATCH_MS);
-      }
-    });
-  }
-
-  private async flush(): Promise<void> {
-    if (this.flushing) return;
-    this.flushing = true;
-    try {
-      while (this.ackQueue.length > 0) {
-        const batch = this.ackQueue.splice(0);
-        try {
-          const rows = new Map((await this.meta.recordEdgeAcks(batch.map((b) => b.ack))).map((r) => [r.edge_id, r]));
-          for (const b of batch) {
-            const row = rows.get(b.ack.edge_id);
-            if (row) {
-              this.rows.set(row.edge_id, row);
-              b.resolve(row);
-            } else b.reject(new Error(`no row for edge ${b.ack.edge_id}`));
-          }
-        } catch (err) {
-          for (const b of batch) b.reject(err);
-        }
-      }
-    } finally {
-      this.flushing = false;
-    }
-  }
-
   // ---- shutdown ----------------------------------------------------------------------
 
   /** Ends the edges' streams, so a shutdown is not held open by them; waiters still wait. */
   endStreams(): void {
-    for (const s of this.streams) s.res.end();
-    this.streams.clear();
+    this.feed.end();
   }
 
   async close(): Promise<void> {
@@ -590,13 +481,10 @@ export class EdgeHub {
     clearInterval(this.heartbeat);
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     if (this.pollTimer) clearTimeout(this.pollTimer);
-    if (this.flushTimer) clearTimeout(this.flushTimer);
-    this.flushTimer = null;
-    for (const q of this.ackQueue.splice(0)) q.reject(new Error('the origin is shutting down'));
+    this.acks.close();
     for (const w of this.waiters) w.resolve();
     this.waiters = [];
-    for (const s of this.streams) s.res.end();
-    this.streams.clear();
+    this.feed.end();
     await this.wake.close();
   }
 }

@@ -4,11 +4,13 @@
  * bytes are on disk for good, so the store never lists a part a power cut could take back; the
  * flush overlaps the next parts' transfer instead of delaying the answer.
  */
+import { KeyedQueue } from '../core/coalesce.js';
 import type { CommittedPart, StoredFile } from '../core/ports.js';
 import type { ServiceContext } from './context.js';
 
 export class PartRecords {
-  private readonly pending = new Map<string, Map<number, Promise<boolean>>>();
+  /** Per file, the versions of each part waiting, recorded in the order they arrived. */
+  private readonly pending = new Map<string, KeyedQueue<number>>();
 
   constructor(private readonly c: ServiceContext) {}
 
@@ -19,7 +21,7 @@ export class PartRecords {
 
   /** The part numbers of a file waiting to be recorded. */
   numbers(fileId: string): number[] {
-    return [...(this.pending.get(fileId)?.keys() ?? [])];
+    return this.pending.get(fileId)?.keys() ?? [];
   }
 
   /**
@@ -29,16 +31,17 @@ export class PartRecords {
    * dropped instead (the upload moved on, or the flush failed).
    */
   record(file: StoredFile, partNumber: number, part: CommittedPart, durableRecord: boolean, md5: string | null = null): Promise<boolean> {
-    let byPart = this.pending.get(file.id);
-    if (!byPart) {
-      byPart = new Map();
-      this.pending.set(file.id, byPart);
+    let queue = this.pending.get(file.id);
+    if (!queue) {
+      const created = new KeyedQueue<number>(() => {
+        if (this.pending.get(file.id) === created) this.pending.delete(file.id);
+      });
+      this.pending.set(file.id, created);
+      queue = created;
     }
-    const parts = byPart;
     const drop = (etag: string) => this.c.blobs.dropPart(file.blob_key, file.upload_id!, partNumber, etag).catch(() => {});
-    // Versions of one part are recorded in the order they arrived.
-    const task: Promise<boolean> = (parts.get(partNumber) ?? Promise.resolve(true))
-      .then(async () => {
+    return queue
+      .run(partNumber, async () => {
         try {
           await part.durable;
         } catch (err) {
@@ -64,19 +67,12 @@ export class PartRecords {
       .catch((err) => {
         this.c.opts.onBackgroundError?.(`recording part ${partNumber} of ${file.id}`, err);
         return false;
-      })
-      .finally(() => {
-        if (parts.get(partNumber) === task) parts.delete(partNumber);
-        if (parts.size === 0 && this.pending.get(file.id) === parts) this.pending.delete(file.id);
       });
-    parts.set(partNumber, task);
-    return task;
   }
 
   /** Waits until every part of a file answered so far is recorded (or dropped). */
   async settle(fileId: string): Promise<void> {
-    const byPart = this.pending.get(fileId);
-    if (byPart) await Promise.all(byPart.values());
+    await this.pending.get(fileId)?.drain();
   }
 
   /** Waits for every answered part of every upload to be recorded: before a shutdown. */

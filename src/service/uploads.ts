@@ -3,6 +3,7 @@
  * answered once it will survive a crash and recorded once its bytes are durable.
  */
 import mime from 'mime';
+import { KeyedQueue } from '../core/coalesce.js';
 import { errors, isCofferError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { nameKey, validateName } from '../core/names.js';
@@ -218,7 +219,7 @@ export class Uploads {
   }
 
   /** One completion per file at a time in this process: two joins racing over one object help nobody. */
-  private readonly completing = new Map<string, Promise<FileRecord>>();
+  private readonly completing = new KeyedQueue<string>();
 
   /** Completes an upload for a caller who may: see completeAsService. */
   async complete(caller: Caller, fileId: string): Promise<FileRecord> {
@@ -229,13 +230,7 @@ export class Uploads {
 
   /** Completes an upload whoever asked; the caller was checked by whoever calls this. */
   completeAsService(fileId: string): Promise<FileRecord> {
-    const running = this.completing.get(fileId);
-    const next = (running ? running.catch(() => undefined) : Promise.resolve()).then(() => this.completeOnce(fileId));
-    const tracked = next.finally(() => {
-      if (this.completing.get(fileId) === tracked) this.completing.delete(fileId);
-    });
-    this.completing.set(fileId, tracked);
-    return tracked;
+    return this.completing.run(fileId, () => this.completeOnce(fileId));
   }
 
   private async completeOnce(fileId: string): Promise<FileRecord> {

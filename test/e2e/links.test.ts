@@ -8,7 +8,6 @@ import { signPath, verifyLink } from '../../src/core/signing.js';
 import { nodeHmac } from '../../src/core/hmac-node.js';
 import { expectError } from '../helpers/api.js';
 
-type Res = { status: number; body: any };
 const CDN = 'http://cdn.test';
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const nowSeconds = () => Math.floor(Date.now() / 1000);

@@ -11,7 +11,7 @@ import { ListFooter } from './FileList.js';
 import type { MenuAnchor } from './Menu.js';
 import { fileTypeFor } from '../../../src/sdk/index.js';
 import { NameText, ProgressBar, progressWords, RelTime, Thumb, VisibilityBadge } from './parts.js';
-import { commandKey, folderDropTarget, hasFiles, moveTarget, type ViewProps } from './views.js';
+import { commandKey, folderDropTarget, moveTarget, type ViewProps } from './views.js';
 import { scrollRowIntoView, useNearEnd, useViewport, windowOf } from './virtual.js';
 
 /** Card sizes: a compact grid below this width (phones). */

@@ -11,7 +11,7 @@ import { ArrowDownIcon, ArrowUpIcon, CloseIcon, MoreIcon } from './icons.js';
 import type { MenuAnchor } from './Menu.js';
 import { EntryIcon, NameText, RelTime, UploadProgress, VisibilityBadge } from './parts.js';
 import type { SortField } from './state/prefs.js';
-import { commandKey, folderDropTarget, hasFiles, moveTarget, type ViewProps } from './views.js';
+import { commandKey, folderDropTarget, moveTarget, type ViewProps } from './views.js';
 import { scrollRowIntoView, useNearEnd, useViewport, windowOf } from './virtual.js';
 
 export const ROW_H = 52;

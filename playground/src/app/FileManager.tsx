@@ -7,12 +7,10 @@ import type { JSX } from 'preact';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { FileRecord, FolderRecord } from '../../../src/sdk/index.js';
 import { CofferError } from '../../../src/sdk/index.js';
-import { client } from '../api.js';
 import type { UploadItem } from '../uploads/manager.js';
 import { sessionUploads } from '../uploads/shared.js';
 import { UploadPanel } from '../uploads/UploadPanel.js';
 import { Breadcrumbs } from './Breadcrumbs.js';
-import { copyText } from './clipboard.js';
 import { DeleteDialog, type Deletable } from './dialogs/DeleteDialog.js';
 import { DetailsDialog, type FileAction } from './dialogs/DetailsDialog.js';
 import { LinkDialog } from './dialogs/LinkDialog.js';
@@ -22,6 +20,7 @@ import { RevokeLinksDialog } from './dialogs/RevokeLinksDialog.js';
 import { fileEntry, folderEntry, uploadEntry, type Entry } from './entries.js';
 import { FileGrid } from './FileGrid.js';
 import { FileList } from './FileList.js';
+import { fileActions } from './fileActions.js';
 import { errorMessage, middleEllipsis, plural } from './format.js';
 import { entryMenuItems, type EntryActions } from './entryMenu.js';
 import { GlobeIcon, LockIcon, UploadIcon } from './icons.js';
@@ -34,6 +33,7 @@ import { toastError, toastInfo, toastSuccess } from './Toasts.js';
 import { TopBar, Toolbar } from './Toolbar.js';
 import { useListing } from './useListing.js';
 import { useNow } from './useNow.js';
+import { usePageKeys } from './usePageKeys.js';
 import { hasFiles, type ViewProps } from './views.js';
 import { UsageChart } from './UsageChart.js';
 
@@ -44,8 +44,6 @@ type DialogState =
   | { type: 'link'; file: FileRecord }
   | { type: 'details'; file: FileRecord }
   | { type: 'revoke-links'; file: FileRecord };
-
-const isMod = (e: KeyboardEvent) => e.metaKey || e.ctrlKey;
 
 export function FileManager(props: { onSignOut: () => void; onSessionEnded: () => void }): JSX.Element {
   const route = useRoute();
@@ -181,59 +179,9 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
   };
 
   // ---- actions -------------------------------------------------------------------------
-  const copyUrl = async (file: FileRecord) => {
-    if (!file.delivery_url) {
-      toastError('This file has no delivery URL yet: its upload has not finished.');
-      return;
-    }
-    try {
-      await copyText(file.delivery_url);
-      if (file.effective_visibility === 'Private') {
-        toastInfo('Delivery URL copied, but this file is Private', {
-          detail: 'Its delivery URL answers only when signed. Create a signed link to share it.',
-          action: { label: 'Create signed link', run: () => setDialog({ type: 'link', file }) },
-        });
-      } else {
-        toastSuccess('Delivery URL copied', { detail: 'Anyone with it can download the file.' });
-      }
-    } catch (err) {
-      fail(err);
-    }
-  };
-
-  const download = async (file: FileRecord) => {
-    try {
-      const { download_url } = await client.downloadUrl({ file_id: file.file_id });
-      toastInfo(`Downloading “${middleEllipsis(file.name, 40)}”`);
-      location.assign(download_url);
-    } catch (err) {
-      fail(err, 'Download failed');
-    }
-  };
-
-  const toggleVisibility = async (entry: Entry) => {
-    try {
-      if (entry.kind === 'file') {
-        const next = entry.file.visibility === 'Private' ? 'Public' : 'Private';
-        const file = await client.updateFile({ file_id: entry.file.file_id, visibility: next });
-        upsertFile(file);
-        toastSuccess(`“${middleEllipsis(file.name, 40)}” is now ${next}`, {
-          detail: file.effective_visibility === 'Private'
-            ? next === 'Public' ? 'It is still reachable only through signed links: a folder above it is Private.' : 'Its delivery URL now needs a signature; share it with a signed link.'
-            : 'Anyone with its delivery URL can download it.',
-        });
-      } else if (entry.kind === 'folder') {
-        const next = entry.folder.visibility === 'Private' ? 'Public' : 'Private';
-        const f = await client.updateFolder({ folder_id: entry.folder.folder_id, visibility: next });
-        upsertFolder(f);
-        toastSuccess(`Folder “${middleEllipsis(f.name, 40)}” is now ${next}`, {
-          detail: f.effective_visibility === 'Private' ? 'Files inside it need a signed link.' : 'Files inside it are Public unless they are Private themselves.',
-        });
-      }
-    } catch (err) {
-      fail(err, 'Could not change visibility');
-    }
-  };
+  const { copyUrl, download, toggleVisibility } = fileActions({
+    fail, upsertFile, upsertFolder, signedLink: (file) => setDialog({ type: 'link', file }),
+  });
 
   const open = (entry: Entry) => {
     if (entry.kind === 'folder') goFolder(entry.folder.folder_id);
@@ -270,36 +218,7 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
   // ---- keyboard ------------------------------------------------------------------------
   const state = useRef({ dialog, menu, q: route.q });
   state.current = { dialog, menu, q: route.q };
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      const s = state.current;
-      if (isMod(e) && !e.altKey && (e.key === 'f' || e.key === 'F')) {
-        if (s.dialog) return;
-        e.preventDefault();
-        setMenu(null);
-        searchRef.current?.focus();
-        searchRef.current?.select();
-        return;
-      }
-      if (s.dialog || s.menu || e.defaultPrevented) return;
-      if (e.key === 'Escape' && s.q) {
-        e.preventDefault();
-        navigate({ q: '' }, 'replace');
-        document.querySelector<HTMLElement>('[data-focus-home]')?.focus();
-        return;
-      }
-      // Arrow keys with nothing focused start in the files.
-      if (document.activeElement === document.body && ['ArrowDown', 'ArrowUp', 'ArrowLeft', 'ArrowRight', 'Home', 'End'].includes(e.key)) {
-        const home = document.querySelector<HTMLElement>('[data-focus-home]');
-        if (home) {
-          e.preventDefault();
-          home.focus();
-        }
-      }
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  }, []);
+  usePageKeys(state, searchRef, () => setMenu(null));
 
   // ---- drag and drop onto the page ---------------------------------------------------
   const dragDepth = useRef(0);

@@ -11,83 +11,16 @@
 import { createHash, type Hash } from 'node:crypto';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { PassThrough, Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand,
-  HeadBucketCommand, HeadObjectCommand, ListPartsCommand, PutObjectCommand, S3Client, UploadPartCommand,
+  HeadBucketCommand, HeadObjectCommand, ListPartsCommand, PutObjectCommand, S3Client,
 } from '@aws-sdk/client-s3';
 import { UploadGoneError, type BlobStore, type ByteRange, type CommittedPart, type PartWriter } from '../../core/ports.js';
+import { isNoSuchUpload, isNotFound, s3Code, S3PartWriter, unquote } from './s3-part.js';
+import { parseS3Url, type S3Settings } from './s3-url.js';
 
-export interface S3Settings {
-  bucket: string;
-  /** The service's URL; unset means AWS S3 itself. */
-  endpoint?: string;
-  /** Unset: the SDK's default chain (AWS_REGION, the shared config file). */
-  region?: string;
-  forcePathStyle: boolean;
-}
-
-const BUCKET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{1,253}[A-Za-z0-9]$/;
-const KNOWN_PARAMS = new Set(['endpoint', 'region', 'force_path_style']);
-
-function invalid(message: string): Error {
-  return new Error(`COFFER_BLOB_STORE: ${message} Expected s3://BUCKET?endpoint=https://…&region=…&force_path_style=true (every parameter optional).`);
-}
-
-/** Reads `s3://BUCKET?endpoint=…&region=…&force_path_style=true`, with an error that says what is wrong. */
-export function parseS3Url(value: string): S3Settings {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw invalid(`${JSON.stringify(value)} is not a URL.`);
-  }
-  if (url.protocol !== 's3:') throw invalid(`the scheme must be s3://, not ${url.protocol}//.`);
-  if (url.username || url.password) throw invalid('credentials do not belong in the URL; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.');
-  if (url.port) throw invalid('the bucket name cannot have a port; put the server in endpoint=….');
-  const bucket = decodeURIComponent(url.hostname);
-  if (!BUCKET_NAME.test(bucket)) throw invalid(`${JSON.stringify(bucket)} is not a bucket name (3 to 255 letters, digits, dots, hyphens or underscores).`);
-  if (url.pathname !== '' && url.pathname !== '/') throw invalid(`a key prefix (${url.pathname}) is not supported; use a bucket of its own.`);
-  for (const name of url.searchParams.keys()) {
-    if (!KNOWN_PARAMS.has(name)) throw invalid(`unknown parameter "${name}".`);
-  }
-  const settings: S3Settings = { bucket, forcePathStyle: false };
-  const endpoint = url.searchParams.get('endpoint');
-  if (endpoint !== null) {
-    let parsed: URL;
-    try {
-      parsed = new URL(endpoint);
-    } catch {
-      throw invalid(`endpoint ${JSON.stringify(endpoint)} is not a URL.`);
-    }
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw invalid(`endpoint must be an http:// or https:// URL, not ${JSON.stringify(endpoint)}.`);
-    settings.endpoint = endpoint;
-  }
-  const region = url.searchParams.get('region');
-  if (region !== null) {
-    if (!/^[a-z0-9-]{1,64}$/.test(region)) throw invalid(`region ${JSON.stringify(region)} is not a region name.`);
-    settings.region = region;
-  }
-  const pathStyle = url.searchParams.get('force_path_style');
-  if (pathStyle !== null) {
-    if (!['true', 'false', '1', '0'].includes(pathStyle)) throw invalid(`force_path_style must be true or false, not ${JSON.stringify(pathStyle)}.`);
-    settings.forcePathStyle = pathStyle === 'true' || pathStyle === '1';
-  }
-  return settings;
-}
-
-/** What an S3 error is, by its code or, for bodiless answers (HEAD), its status. */
-function s3Code(err: unknown): string | undefined {
-  const e = err as { name?: string; Code?: string; $metadata?: { httpStatusCode?: number } } | null;
-  return e?.Code ?? e?.name;
-}
-const isNoSuchUpload = (err: unknown): boolean => s3Code(err) === 'NoSuchUpload';
-const isNotFound = (err: unknown): boolean => {
-  const code = s3Code(err);
-  return code === 'NotFound' || code === 'NoSuchKey' || (err as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode === 404;
-};
-
-const unquote = (etag: string): string => etag.replace(/^"|"$/g, '');
+export { parseS3Url, type S3Settings };
 
 /** The `length` bytes of `source` after the first `skip`. */
 async function* trim(source: Readable, skip: number, length: number): AsyncGenerator<Buffer> {
@@ -136,134 +69,6 @@ class RunningHash {
 }
 
 const MAX_RUNNING_HASHES = 1024;
-/** How much of a part may wait between this process and the socket. */
-const PART_BUFFER = 256 * 1024;
-
-class S3PartWriter implements PartWriter {
-  bytesWritten = 0;
-  private readonly body = new PassThrough({ highWaterMark: PART_BUFFER });
-  private readonly abort = new AbortController();
-  private request: Promise<string> | null = null;
-  private failure: unknown = null;
-  private settled = false;
-  private discarded = false;
-  private committing = false;
-  /**
-   * The part's last byte, held back until commit: with it S3 would have the whole part and
-   * store it, even if the request then turned out invalid and the part was discarded.
-   */
-  private tail: Buffer | null = null;
-
-  constructor(
-    private readonly store: S3BlobStore,
-    readonly key: string,
-    readonly uploadId: string,
-    readonly partNumber: number,
-    readonly expectedSize: number,
-    /** The running hash to extend, when this part is the next one in order. */
-    private hash: Hash | null,
-  ) {
-    // A 0-byte part has nothing to hold back: it is sent only at commit.
-    if (expectedSize > 0) this.start(this.body);
-  }
-
-  private start(body: Readable | Buffer): void {
-    this.request = this.store.client
-      .send(new UploadPartCommand({
-        Bucket: this.store.bucket, Key: this.key, UploadId: this.uploadId, PartNumber: this.partNumber, ContentLength: this.expectedSize, Body: body,
-      }), { abortSignal: this.abort.signal })
-      .then((out) => {
-        if (!out.ETag) throw new Error(`UploadPart of part ${this.partNumber} answered no ETag`);
-        return unquote(out.ETag);
-      });
-    this.request.then(
-      () => {
-        this.settled = true;
-      },
-      (err) => {
-        this.settled = true;
-        this.failure = err;
-        // Wakes a write waiting for room; later bytes are only counted.
-        this.body.destroy();
-      },
-    );
-  }
-
-  async write(chunk: Buffer): Promise<void> {
-    this.bytesWritten += chunk.length;
-    if (this.discarded || this.failure || this.committing) return;
-    if (this.bytesWritten > this.expectedSize) {
-      // Too long: it can never be committed, and S3 must not see a part of this length.
-      this.cancel();
-      return;
-    }
-    if (chunk.length === 0) return;
-    this.hash?.update(chunk);
-    let data = chunk;
-    if (this.bytesWritten === this.expectedSize) {
-      this.tail = Buffer.from(chunk.subarray(chunk.length - 1));
-      data = chunk.subarray(0, chunk.length - 1);
-    }
-    if (data.length === 0) return;
-    // A copy: the caller reuses `chunk` once this resolves, while the socket may still hold it.
-    if (!this.body.write(Buffer.from(data))) await this.room();
-  }
-
-  private room(): Promise<void> {
-    if (this.body.destroyed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        this.body.off('drain', done);
-        this.body.off('close', done);
-        resolve();
-      };
-      this.body.on('drain', done);
-      this.body.on('close', done);
-    });
-  }
-
-  private cancel(): void {
-    this.hash = null;
-    if (!this.settled) this.abort.abort();
-    this.body.destroy();
-  }
-
-  /** Sends the held-back byte and waits for S3's answer: the part's ETag. */
-  async commit(): Promise<string> {
-    if (this.discarded) throw new Error(`part ${this.partNumber} was discarded`);
-    if (this.bytesWritten !== this.expectedSize) {
-      await this.discard();
-      throw new Error(`part ${this.partNumber} holds ${this.bytesWritten} bytes, not the ${this.expectedSize} it was opened for`);
-    }
-    this.committing = true;
-    if (this.expectedSize === 0) this.start(Buffer.alloc(0));
-    else if (!this.failure) this.body.end(this.tail ?? undefined);
-    try {
-      return await this.request!;
-    } catch (err) {
-      if (isNoSuchUpload(err)) throw new UploadGoneError(this.key, this.uploadId);
-      throw err;
-    }
-  }
-
-  /** The hash of the running hash's parts plus this one, once committed; null when it was not kept. */
-  takeHash(): Hash | null {
-    const hash = this.hash;
-    this.hash = null;
-    return hash;
-  }
-
-  async discard(): Promise<void> {
-    if (this.discarded) return;
-    this.discarded = true;
-    this.hash = null;
-    // Before the last byte, S3 throws the request away: nothing of the part is kept.
-    if (!this.committing) this.cancel();
-    await this.request?.catch(() => {});
-    this.store.released(this);
-  }
-}
-
 export class S3BlobStore implements BlobStore {
   readonly bucket: string;
   readonly client: S3Client;

@@ -5,6 +5,7 @@ import { Migrator, sql, type Kysely, type Transaction } from 'kysely';
 import type {
   BlobToDelete, EdgeAck, GrantRows, KeyRows, S3Rows, TusRows, UsageRows, WebhookRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
 } from '../../core/ports.js';
+import { KeyedQueue } from '../../core/coalesce.js';
 import { MAX_FOLDER_DEPTH } from '../../core/upload.js';
 import { CofferMigrations } from './migrations.js';
 import { KyselyGrantRows, KyselyKeyRows } from './access-rows.js';
@@ -331,18 +332,11 @@ export class KyselyMetadataStore implements MetadataStore {
     return this.db.transaction().execute((trx) => fn(new KyselyTx(trx, this.dialect)));
   }
 
-  private readonly exclusiveRuns = new Map<string, Promise<unknown>>();
+  private readonly exclusiveRuns = new KeyedQueue<string>();
 
   /** A SQLite store belongs to one process: a queue per name in memory is enough. */
   async exclusive<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const before = this.exclusiveRuns.get(name) ?? Promise.resolve();
-    const run = before.catch(() => {}).then(fn);
-    const tracked = run.finally(() => {
-      if (this.exclusiveRuns.get(name) === tracked) this.exclusiveRuns.delete(name);
-    });
-    tracked.catch(() => {});
-    this.exclusiveRuns.set(name, tracked);
-    return run;
+    return this.exclusiveRuns.run(name, fn);
   }
 
   /** Names a `tryExclusive` of this process is running. */

@@ -1,0 +1,136 @@
+/**
+ * The event streams the origin feeds its edges: Server-Sent Events of every change after the
+ * sequence an edge asked from, then every new one, with pings that carry the head.
+ *
+ * Back-pressure. A stream is written to only after it drained, and one that does not drain
+ * within `drainMs` is destroyed: the edge drops its lease, reconnects and catches up.
+ * Heartbeats are not written to a stream that is full.
+ */
+import type { ServerResponse } from 'node:http';
+import type { StoredEvent } from '../core/ports.js';
+
+const BATCH = 500;
+
+interface Stream {
+  edgeId: string;
+  res: ServerResponse;
+  sent: number;
+  pumping: boolean;
+  again: boolean;
+}
+
+export interface EdgeFeedOptions {
+  eventsAfter(seq: number, limit: number): Promise<StoredEvent[]>;
+  /** The latest sequence the origin knows of. */
+  head(): number;
+  /** Told of every sequence read from the log for a stream (it may be news to the origin). */
+  learned(seq: number): void;
+  drainMs: number;
+}
+
+export class EdgeFeed {
+  private readonly streams = new Set<Stream>();
+
+  constructor(private readonly o: EdgeFeedOptions) {}
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  /** Whether an edge has a stream open here. */
+  has(edgeId: string): boolean {
+    for (const s of this.streams) if (s.edgeId === edgeId) return true;
+    return false;
+  }
+
+  /** Streams events after `after` to an edge, then every new one. */
+  attach(edgeId: string, after: number, res: ServerResponse): void {
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-store',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
+    res.socket?.setNoDelay(true);
+    const stream: Stream = { edgeId, res, sent: after, pumping: false, again: false };
+    this.streams.add(stream);
+    res.on('close', () => this.streams.delete(stream));
+    void this.pump(stream);
+  }
+
+  /** Sends what is new to every stream (all of them, or only those behind the head). */
+  wake(behindOnly = false): void {
+    const head = this.o.head();
+    for (const s of this.streams) if (!behindOnly || s.sent < head) void this.pump(s);
+  }
+
+  /** Pings every stream that is idle, up to date and not full. */
+  ping(): void {
+    const head = this.o.head();
+    for (const s of this.streams) if (s.sent >= head && !s.pumping && !s.res.writableNeedDrain) s.res.write(`event: ping\ndata: {"head":${head}}\n\n`);
+  }
+
+  /** The open streams and the bytes each holds unsent (for operators and tests). */
+  list(): Array<{ edge: string; sent: number; buffered: number }> {
+    return [...this.streams].map((s) => ({ edge: s.edgeId, sent: s.sent, buffered: s.res.writableLength }));
+  }
+
+  /** Ends every stream, so a shutdown is not held open by them. */
+  end(): void {
+    for (const s of this.streams) s.res.end();
+    this.streams.clear();
+  }
+
+  private async pump(s: Stream): Promise<void> {
+    if (s.pumping) {
+      s.again = true;
+      return;
+    }
+    s.pumping = true;
+    try {
+      do {
+        s.again = false;
+        for (;;) {
+          const events = await this.o.eventsAfter(s.sent, BATCH);
+          if (events.length === 0 || s.res.destroyed) break;
+          let text = '';
+          for (const ev of events) {
+            text += `id: ${ev.seq}\nevent: change\ndata: ${JSON.stringify({ seq: ev.seq, type: ev.type, data: ev.data })}\n\n`;
+          }
+          s.sent = events[events.length - 1]!.seq;
+          this.o.learned(s.sent);
+          if (!(await this.send(s, text))) return;
+        }
+        if (!(await this.send(s, `event: ping\ndata: {"head":${this.o.head()}}\n\n`))) return;
+      } while (s.again);
+    } catch {
+      s.res.destroy();
+    } finally {
+      s.pumping = false;
+    }
+  }
+
+  /** Writes to a stream, waiting for it to drain; false once the stream is gone (dropped if it stays full). */
+  private send(s: Stream, text: string): Promise<boolean> {
+    const res = s.res;
+    if (res.destroyed) return Promise.resolve(false);
+    if (res.write(text)) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        res.off('drain', onDrain);
+        res.off('close', onClose);
+        resolve(ok);
+      };
+      const onDrain = () => done(true);
+      const onClose = () => done(false);
+      const timer = setTimeout(() => {
+        res.destroy();
+        done(false);
+      }, this.o.drainMs);
+      timer.unref();
+      res.on('drain', onDrain);
+      res.on('close', onClose);
+    });
+  }
+}

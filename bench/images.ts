@@ -61,7 +61,7 @@ async function startCoffer(workDir: string) {
   const base = { ...cleanEnv(), COFFER_HOST: "127.0.0.1", COFFER_SIGNING_SECRET: secret, COFFER_EDGE_TOKEN: edgeToken, COFFER_LOG_LEVEL: "warn" };
   const { child: origin, match: originUrl } = await Child.start({
     name: "origin", command: process.execPath, args: [DEFAULT_ENTRY, "origin"],
-    env: { ...base, COFFER_PORT: "0", COFFER_DATA_DIR: path.join(workDir, "origin"), COFFER_ACCESS_KEY: accessKey, COFFER_CDN_URL: "http://cdn.invalid", COFFER_RATE_LIMIT: "100000" },
+    env: { ...base, COFFER_PORT: "0", COFFER_S3_PORT: "0", COFFER_DATA_DIR: path.join(workDir, "origin"), COFFER_ACCESS_KEY: accessKey, COFFER_CDN_URL: "http://cdn.invalid", COFFER_RATE_LIMIT: "100000" },
   }, /origin listening on (https?:\/\/[^\s"']+)/, STARTUP_TIMEOUT_MS);
   const { child: edge, match: edgeUrl } = await Child.start({
     name: "edge", command: process.execPath, args: [DEFAULT_ENTRY, "edge", "--origin", originUrl],

@@ -94,7 +94,7 @@ export async function startOrigin(
   fs.mkdirSync(dataDir, { recursive: true });
   const accessKey = randomBytes(24).toString("hex");
   const env: NodeJS.ProcessEnv = {
-    ...process.env, COFFER_PORT: "0", COFFER_HOST: "127.0.0.1", COFFER_DATA_DIR: dataDir, COFFER_ACCESS_KEY: accessKey,
+    ...process.env, COFFER_PORT: "0", COFFER_S3_PORT: "0", COFFER_HOST: "127.0.0.1", COFFER_DATA_DIR: dataDir, COFFER_ACCESS_KEY: accessKey,
     COFFER_SIGNING_SECRET: randomBytes(32).toString("hex"), COFFER_LOG_LEVEL: "warn", ...storageEnv, ...opts.envCoffer,
   };
   const { child, match } = await Child.start(

@@ -28,9 +28,11 @@ const e2eElsewhere = [
 
 /**
  * Most test files wait on child processes and sockets far more than they compute, so two run at
- * once even on a two-core machine. The browser tests drive one Chromium each and watch focus and
- * timing, so they run afterwards, one file at a time.
+ * once even on a two-core machine. The browser tests (one Chromium each, watching focus and
+ * timing) and the edge fleet test (its process relays every edge's feed, and a starved relay
+ * costs an edge its 2.4 s lease) run afterwards, one file at a time.
  */
+const serial = ['test/browser/**/*.test.ts', 'test/e2e/edge.test.ts'];
 const shared = {
   testTimeout: 60_000,
   hookTimeout: 60_000,
@@ -48,7 +50,7 @@ export default defineConfig({
           ...shared,
           name: 'embedded',
           include: ['test/**/*.test.ts'],
-          exclude: ['**/node_modules/**', 'test/browser/**'],
+          exclude: ['**/node_modules/**', ...serial],
           // One throwaway PostgreSQL for the run, started in the background (test/helpers/postgres.ts).
           globalSetup: ['./test/helpers/postgres-setup.ts'],
         },
@@ -56,8 +58,8 @@ export default defineConfig({
       {
         test: {
           ...shared,
-          name: 'browser',
-          include: ['test/browser/**/*.test.ts'],
+          name: 'serial',
+          include: serial,
           maxWorkers: 1,
           sequence: { groupOrder: 1 },
         },

@@ -226,27 +226,32 @@ export class FsBlobStore implements BlobStore {
         if (index >= vouched) sizes.push(await this.hasher.update(hash, linked));
       }
       const manifest: Manifest = { size: sizes.reduce((a, b) => a + b, 0), sha256: await this.hasher.digest(hash), parts: sizes };
-      const out = await open(join(staging, MANIFEST), 'wx', 0o600);
-      try {
-        await out.writeFile(JSON.stringify(manifest));
-        await out.sync();
-      } finally {
-        await out.close();
-      }
-      await fsyncDir(staging);
-      const targetDir = dirname(target);
-      await mkdir(targetDir, { recursive: true });
-      // A leftover of a completion that crashed before it was recorded is not a live object.
-      await rm(target, { recursive: true, force: true });
-      await rename(staging, target);
-      await fsyncDir(targetDir);
-      this.manifests.delete(key);
+      await this.publish(key, staging, target, manifest);
       return { size: manifest.size, sha256: manifest.sha256 };
     } catch (err) {
       this.hasher.drop(hash);
       await rm(staging, { recursive: true, force: true });
       throw err;
     }
+  }
+
+  /** Writes a staged object's manifest, fsyncs it and renames it into place: whole or absent. */
+  private async publish(key: string, staging: string, target: string, manifest: Manifest): Promise<void> {
+    const out = await open(join(staging, MANIFEST), 'wx', 0o600);
+    try {
+      await out.writeFile(JSON.stringify(manifest));
+      await out.sync();
+    } finally {
+      await out.close();
+    }
+    await fsyncDir(staging);
+    const targetDir = dirname(target);
+    await mkdir(targetDir, { recursive: true });
+    // A leftover of a completion that crashed before it was recorded is not a live object.
+    await rm(target, { recursive: true, force: true });
+    await rename(staging, target);
+    await fsyncDir(targetDir);
+    this.manifests.delete(key);
   }
 
   /** A one-part object, made like a completed upload's: staged, fsynced, renamed into place. */
@@ -268,21 +273,7 @@ export class FsBlobStore implements BlobStore {
       } finally {
         await part.close();
       }
-      const manifest: Manifest = { size, sha256: hash.digest('hex'), parts: [size] };
-      const out = await open(join(staging, MANIFEST), 'wx', 0o600);
-      try {
-        await out.writeFile(JSON.stringify(manifest));
-        await out.sync();
-      } finally {
-        await out.close();
-      }
-      await fsyncDir(staging);
-      const targetDir = dirname(target);
-      await mkdir(targetDir, { recursive: true });
-      await rm(target, { recursive: true, force: true });
-      await rename(staging, target);
-      await fsyncDir(targetDir);
-      this.manifests.delete(key);
+      await this.publish(key, staging, target, { size, sha256: hash.digest('hex'), parts: [size] });
     } catch (err) {
       await rm(staging, { recursive: true, force: true });
       throw err;

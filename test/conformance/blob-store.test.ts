@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { UploadGoneError, type BlobStore, type ByteRange, type PartWriter } from '../../src/core/ports.js';
 import { FsBlobStore } from '../../src/adapters/blobs/fs.js';
-import { S3BlobStore, parseS3Url } from '../../src/adapters/blobs/s3.js';
+import { S3BlobStore } from '../../src/adapters/blobs/s3.js';
+import { parseS3Url } from '../../src/adapters/blobs/s3-url.js';
 import { startS3, type TestS3 } from '../helpers/s3.js';
 
 const MiB = 1024 * 1024;

@@ -6,19 +6,7 @@ import type { Hash } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
 import { UploadPartCommand, type S3Client } from '@aws-sdk/client-s3';
 import { UploadGoneError, type PartWriter } from '../../core/ports.js';
-
-/** What an S3 error is, by its code or, for bodiless answers (HEAD), its status. */
-export function s3Code(err: unknown): string | undefined {
-  const e = err as { name?: string; Code?: string; $metadata?: { httpStatusCode?: number } } | null;
-  return e?.Code ?? e?.name;
-}
-export const isNoSuchUpload = (err: unknown): boolean => s3Code(err) === 'NoSuchUpload';
-export const isNotFound = (err: unknown): boolean => {
-  const code = s3Code(err);
-  return code === 'NotFound' || code === 'NoSuchKey' || (err as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode === 404;
-};
-
-export const unquote = (etag: string): string => etag.replace(/^"|"$/g, '');
+import { isNoSuchUpload, unquote } from './s3-errors.js';
 
 /** What a part needs of its store. */
 export interface PartOwner {

@@ -17,10 +17,9 @@ import {
   HeadBucketCommand, HeadObjectCommand, ListPartsCommand, PutObjectCommand, S3Client,
 } from '@aws-sdk/client-s3';
 import { UploadGoneError, type BlobStore, type ByteRange, type CommittedPart, type PartWriter } from '../../core/ports.js';
-import { isNoSuchUpload, isNotFound, s3Code, S3PartWriter, unquote } from './s3-part.js';
+import { isNoSuchUpload, isNotFound, s3Code, unquote } from './s3-errors.js';
+import { S3PartWriter } from './s3-part.js';
 import { parseS3Url, type S3Settings } from './s3-url.js';
-
-export { parseS3Url, type S3Settings };
 
 /** The `length` bytes of `source` after the first `skip`. */
 async function* trim(source: Readable, skip: number, length: number): AsyncGenerator<Buffer> {

@@ -14,7 +14,19 @@ export type Decision =
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Splits a request target; refuses the path tricks an id never contains. */
-export function parseTarget(target: string): { path: string; query: string; id: string | null } | { error: string } {
+/**
+ * The target in origin form: one in absolute form (`GET http://host/files/ID`, RFC 9112 §3.2.2)
+ * names the same resource by its path and query, whatever the host says.
+ */
+export function originForm(target: string): string {
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/.exec(target);
+  if (!scheme) return target;
+  const rest = target.slice(scheme[0].length);
+  return rest.startsWith('/') ? rest : `/${rest}`;
+}
+
+export function parseTarget(requestTarget: string): { path: string; query: string; id: string | null } | { error: string } {
+  const target = originForm(requestTarget);
   const q = target.indexOf('?');
   const path = q < 0 ? target : target.slice(0, q);
   const query = q < 0 ? '' : target.slice(q + 1);

@@ -14,7 +14,7 @@ import { nodeHmac } from '../core/hmac-node.js';
 import type { Visibility } from '../core/records.js';
 import { EdgeCache, type BlobSource, type CachedBytes } from './cache.js';
 import { fetchBlobRaw } from './blob-fetch.js';
-import { LinkChecker, contentDisposition, decide, isActiveContent, notModified, sendableType, parseRange, parseTarget, type ByteRange, type Decision } from './delivery.js';
+import { LinkChecker, contentDisposition, decide, isActiveContent, notModified, sendableType, originForm, parseRange, parseTarget, type ByteRange, type Decision } from './delivery.js';
 import { FeedFollower } from './follower.js';
 import { originClient } from './origin-client.js';
 import { EdgeState, type EdgeFile, type EdgeFolder } from './state.js';
@@ -27,7 +27,10 @@ import { variantReader, variantResponder } from './variants/serve.js';
 import { variantOptions } from './variants/options.js';
 
 /** The route label of a request: a fixed set, never a file id. */
-const routeOf = (url: string | undefined): string => (url?.startsWith('/files/') ? '/files/:id' : url === '/healthz' || url === '/metrics' ? url : 'other');
+const routeOf = (target: string | undefined): string => {
+  const url = target === undefined ? '' : originForm(target);
+  return url.startsWith('/files/') ? '/files/:id' : url === '/healthz' || url === '/metrics' ? url : 'other';
+};
 import { InFlightResponses, type InFlight } from './in-flight.js';
 import { relay, streamFile } from './send.js';
 

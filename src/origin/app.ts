@@ -19,6 +19,7 @@ import { DEFAULT_PLAYGROUND_DIR, registerPlayground } from './playground.js';
 import { registerChunkRoute } from './chunk-route.js';
 import { clientErrorResponse } from '../core/client-error.js';
 import { installRequestTimeouts, limitConnectionsPerAddress, timeoutServerOptions } from './request-timeouts.js';
+import { installStrictJson } from './json-body.js';
 import type { Endpoint } from './routes/endpoint.js';
 import type { EdgeHub } from './edge-hub.js';
 import { registerEdgeRoutes } from './edge-routes.js';
@@ -158,6 +159,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   });
   // Only JSON is a body here: without this, text/plain would be parsed and answered 400, not 415.
   app.removeContentTypeParser('text/plain');
+  installStrictJson(app);
   installRequestTimeouts(app, timeouts);
   limitConnectionsPerAddress(app.server);
 

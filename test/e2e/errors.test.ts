@@ -144,6 +144,17 @@ describe('cross-cutting errors (contract §2)', () => {
       }
     });
 
+    it('refuses a JSON body that is not UTF-8, and stores nothing of it', async () => {
+      const bodies: Array<[string, Buffer]> = [
+        ['/collections/folder/create', Buffer.concat([Buffer.from('{"name":"bad'), Buffer.from([0xff, 0xfe, 0xc0, 0x80]), Buffer.from('utf8","visibility":"Public"}')])],
+        ['/collections/upload/file', Buffer.concat([Buffer.from('{"name":"bad'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('.txt","visibility":"Public","size":1,"file_type":"other"}')])],
+      ];
+      for (const [path, body] of bodies) expectError(await send(o.url + path, { headers: json(), body }), 400, 'invalid_request', path);
+      const listed = await o.post('/collections/list', { folder_id: null, limit: 1000 });
+      expect(listed.status).toBe(200);
+      expect((listed.body as { folders: Array<{ name: string }> }).folders.filter((f) => f.name.startsWith('bad'))).toEqual([]);
+    });
+
     it.each(['/collections/list', '/collections/upload/file', '/collections/upload/file-progress', '/collections/upload/status'])('refuses an empty body on %s', async (path) => {
       expectError(await send(o.url + path, { headers: json(), body: '' }), 400, 'invalid_request');
       expectError(await send(o.url + path, { headers: json() }), 400, 'invalid_request');

@@ -166,6 +166,7 @@ describe('error statuses', () => {
     for (const raw of ['filename', 'filename !!!', 'filename YQ==,filename Yg==', 'file name YQ==', `filename ${Buffer.from([0xff, 0xfe]).toString('base64')}`]) {
       const a = await c.call({ method: 'POST', url: '/tus', headers: { 'upload-length': '10', 'upload-metadata': raw } });
       expect(a.status, raw).toBe(400);
+      expect(a.json?.error?.code, raw).toBe('invalid_metadata');
     }
     expectTusError(await c.create(10, { filename: 'a/b' }), 400, 'invalid_name', { field: 'filename' });
     expectTusError(await c.create(10, { filename: 'a', filetype: 'not a type' }), 400, 'invalid_content_type', { field: 'filetype' });

@@ -194,6 +194,22 @@ describe('signed links', () => {
     for (const q of spellings) expect(await at(`${link.pathname}?${q}`), q).toEqual({ status: 403, code: 'invalid_signature' });
   });
 
+  test('a request line in absolute form gets the same answer as in origin form, whatever the host', async () => {
+    const status = async (target: string) => {
+      const answer = await rawExchange(edge.port, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      return Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1]);
+    };
+    const privatePath = link.pathname;
+    for (const host of ['http://x', 'https://evil.example:1', 'HTTP://127.0.0.1']) {
+      expect(await status(`${host}/files/${publicFile.file_id}`), host).toBe(200);
+      expect(await status(`${host}${privatePath}${link.search}`), host).toBe(200);
+      expect(await status(`${host}${privatePath}`), host).toBe(403);
+      expect(await status(`${host}${privatePath}?X-Expires=${link.searchParams.get('X-Expires')}&X-Sig=AAAA`), host).toBe(403);
+      expect(await status(`${host}/files/..%2f${publicFile.file_id}`), host).toBe(400);
+      expect(await status(`${host}/healthz`), host).toBe(200);
+    }
+  });
+
   test('a stray "%" in the query of a Public URL is no signature error', async () => {
     for (const q of ['utm=100%', 'q=%zz', '%', 'a=%E0%A4%A']) {
       expect((await at(`/files/${publicFile.file_id}?${q}`)).status, q).toBe(200);

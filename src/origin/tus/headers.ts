@@ -52,8 +52,8 @@ const METADATA_KEY = /^[\x21-\x2b\x2d-\x7e]+$/;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const MAX_METADATA = 8 * 1024;
 
-function decodeBase64(value: string, what: string, field: string): Buffer {
-  if (!BASE64.test(value)) throw errors.invalidField('invalid_header', field, `${what} must be base64.`);
+function decodeBase64(value: string, what: string, field: string, code: string): Buffer {
+  if (!BASE64.test(value)) throw errors.invalidField(code, field, `${what} must be base64.`);
   return Buffer.from(value, 'base64');
 }
 
@@ -75,7 +75,7 @@ export function metadataOf(request: FastifyRequest): { raw: string | null; value
     }
     let text: string;
     try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(decodeBase64(value, `The value of "${key}"`, 'Upload-Metadata'));
+      text = new TextDecoder('utf-8', { fatal: true }).decode(decodeBase64(value, `The value of "${key}"`, 'Upload-Metadata', 'invalid_metadata'));
     } catch (err) {
       if (err instanceof TypeError) throw errors.invalidField('invalid_metadata', 'Upload-Metadata', `The value of "${key}" is not UTF-8.`);
       throw err;
@@ -119,7 +119,7 @@ export function checksumOf(request: FastifyRequest): { algorithm: ChecksumAlgori
   if (!CHECKSUM_ALGORITHMS.includes(algorithm)) {
     throw errors.invalidField('unsupported_checksum_algorithm', 'Upload-Checksum', `The checksum algorithm must be one of ${CHECKSUM_ALGORITHMS.join(', ')}.`);
   }
-  const digest = decodeBase64(encoded ?? '', 'The checksum', 'Upload-Checksum');
+  const digest = decodeBase64(encoded ?? '', 'The checksum', 'Upload-Checksum', 'invalid_header');
   if (extra !== undefined || digest.length !== DIGEST_BYTES[algorithm]) {
     throw errors.invalidField('invalid_header', 'Upload-Checksum', `Upload-Checksum must be "${algorithm} <base64 of the ${DIGEST_BYTES[algorithm]}-byte digest>".`);
   }

@@ -4,7 +4,7 @@
  * to where it was when the dialog opened.
  */
 import type { ComponentChildren, JSX } from 'preact';
-import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
+import { useLayoutEffect, useRef } from 'preact/hooks';
 import { CloseIcon } from '../icons.js';
 
 let counter = 0;
@@ -39,6 +39,22 @@ export function Modal(props: ModalProps): JSX.Element {
   useLayoutEffect(() => {
     const dialog = ref.current!;
     const opener = document.activeElement as HTMLElement | null;
+    // Listening before showModal: an Escape pressed at once must reach onClose, not close
+    // the element behind the component's back.
+    let mounted = true;
+    const cancel = (e: Event) => {
+      e.preventDefault();
+      onClose.current();
+    };
+    // A cancel the browser refuses to let us prevent still closes the element: show it again
+    // and let the owner decide, so what is on screen matches the component.
+    const closed = () => {
+      if (!mounted) return;
+      dialog.showModal();
+      onClose.current();
+    };
+    dialog.addEventListener('cancel', cancel);
+    dialog.addEventListener('close', closed);
     if (!dialog.open) dialog.showModal();
     // The first field, else the first button that is not the close button.
     const first = dialog.querySelector<HTMLElement>('[data-autofocus]') ?? dialog.querySelector<HTMLElement>('input:not([type=hidden]):not([disabled]), select, textarea');
@@ -48,21 +64,14 @@ export function Modal(props: ModalProps): JSX.Element {
       first.setSelectionRange(0, end);
     }
     return () => {
+      mounted = false;
+      dialog.removeEventListener('cancel', cancel);
+      dialog.removeEventListener('close', closed);
       if (dialog.open) dialog.close();
       // Back to the opener, or to the file view when the opener is gone (a deleted row).
       const target = opener && opener.isConnected ? opener : document.querySelector<HTMLElement>('[data-focus-home]');
       requestAnimationFrame(() => target?.focus({ preventScroll: true }));
     };
-  }, []);
-
-  useEffect(() => {
-    const dialog = ref.current!;
-    const cancel = (e: Event) => {
-      e.preventDefault();
-      onClose.current();
-    };
-    dialog.addEventListener('cancel', cancel);
-    return () => dialog.removeEventListener('cancel', cancel);
   }, []);
 
   const body = (

@@ -819,7 +819,7 @@ async function main(): Promise<number> {
       const edgeBase = s.loggedEdge && coffer.logged ? coffer.logged.url : edge;
       const url = server === "edge" ? `${edgeBase}${s.edgePath}` : `${nginx.url}${s.nginxPath ?? ""}`;
       const target = server === "edge" ? (s.loggedEdge && coffer.logged ? coffer.logged.child : coffer.edge) : nginx.child;
-      const ours = (): number => [coffer.origin, coffer.edge, nginx.child].reduce((n, c) => n + (c.cpuMs() ?? 0), 0);
+      const ours = (): number => [coffer.origin, coffer.edge, nginx.child, ...(coffer.logged ? [coffer.logged.child] : [])].reduce((n, c) => n + (c.cpuMs() ?? 0), 0);
       const cpu0 = target.cpuMs();
       const origin0 = server === "edge" ? coffer.origin.cpuMs() : null;
       const ours0 = ours();

@@ -3,26 +3,9 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { CofferClient, CofferError } from '../sdk/index.js';
 import { CREDENTIALS_FILE } from '../config/credentials.js';
+import { CliError, type ClientFlags, type Io } from './io.js';
 
-export interface Io {
-  stdout: { write(text: string): unknown };
-  stderr: { write(text: string): unknown; isTTY?: boolean; columns?: number };
-  env: NodeJS.ProcessEnv;
-}
-
-export const defaultIo = (): Io => ({ stdout: process.stdout, stderr: process.stderr, env: process.env });
-
-/** A failure of the command itself, reported as its message alone. */
-export class CliError extends Error {
-  constructor(message: string, readonly exitCode = 1) {
-    super(message);
-  }
-}
-
-export interface ClientFlags {
-  url?: string;
-  key?: string;
-}
+export { CliError, defaultIo, type ClientFlags, type Io } from './io.js';
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 

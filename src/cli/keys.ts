@@ -3,19 +3,13 @@
  * `revoke-links`. Like the other client commands, data goes to standard output and
  * messages to standard error; a key or a grant is printed alone so scripts can keep it.
  */
-import type { Command } from 'commander';
 import { CofferError, type CofferClient, type KeyRecord } from '../sdk/index.js';
-import { CliError, clientFor, clientOptions, examples, visibilityArg, type ClientFlags, type Io } from './client.js';
+import { CliError, clientFor, json, visibilityArg, type ClientFlags, type Io } from './common.js';
 import { resolveFolder } from './folder-path.js';
 import { formatBytes, formatTime, safeText, table } from './format.js';
 import { parseDuration, parseSize, untilText } from './units.js';
 
 const SCOPES = ['read', 'write', 'admin'];
-
-const json = (io: Io, value: unknown): void => void io.stdout.write(JSON.stringify(value, null, 2) + '\n');
-
-/** `--scope read,write` and `--scope read --scope write` alike. */
-const collect = (value: string, previous: string[] = []): string[] => [...previous, ...value.split(',').map((s) => s.trim()).filter(Boolean)];
 
 function scopesArg(given: string[]): string[] {
   const scopes = [...new Set(given.map((s) => s.toLowerCase()))];
@@ -60,7 +54,7 @@ async function asFlags<T>(call: Promise<T>): Promise<T> {
 
 // keys create
 
-interface CreateFlags extends ClientFlags {
+export interface CreateFlags extends ClientFlags {
   name: string;
   scope: string[];
   folder?: string;
@@ -68,7 +62,7 @@ interface CreateFlags extends ClientFlags {
   json?: boolean;
 }
 
-async function createKey(flags: CreateFlags, io: Io): Promise<void> {
+export async function createKey(flags: CreateFlags, io: Io): Promise<void> {
   const scopes = scopesArg(flags.scope);
   const expiresIn = durationArg(flags.expiresIn);
   const client = await clientFor(flags, io);
@@ -93,7 +87,7 @@ async function folderPaths(client: CofferClient, keys: KeyRecord[]): Promise<Map
   return new Map(ids.map((id, i) => [id, paths[i]!]));
 }
 
-async function listKeys(flags: ClientFlags & { json?: boolean }, io: Io): Promise<void> {
+export async function listKeys(flags: ClientFlags & { json?: boolean }, io: Io): Promise<void> {
   const client = await clientFor(flags, io);
   const { keys } = await client.listKeys();
   if (flags.json) return json(io, { keys });
@@ -118,7 +112,7 @@ async function listKeys(flags: ClientFlags & { json?: boolean }, io: Io): Promis
 
 // keys revoke
 
-async function revokeKey(keyId: string, flags: ClientFlags & { json?: boolean }, io: Io): Promise<void> {
+export async function revokeKey(keyId: string, flags: ClientFlags & { json?: boolean }, io: Io): Promise<void> {
   const client = await clientFor(flags, io);
   let result;
   try {
@@ -133,7 +127,7 @@ async function revokeKey(keyId: string, flags: ClientFlags & { json?: boolean },
 
 // grant
 
-interface GrantFlags extends ClientFlags {
+export interface GrantFlags extends ClientFlags {
   folder?: string;
   visibility?: string;
   maxSize: string;
@@ -143,7 +137,7 @@ interface GrantFlags extends ClientFlags {
   json?: boolean;
 }
 
-async function grant(flags: GrantFlags, io: Io): Promise<void> {
+export async function grant(flags: GrantFlags, io: Io): Promise<void> {
   const maxSize = parseSize(flags.maxSize);
   if (maxSize === null) throw new CliError(`--max-size must be a size such as 1048576, 10MB or 5MiB, not "${flags.maxSize}".`);
   const visibility = flags.visibility === undefined ? undefined : visibilityArg(flags.visibility);
@@ -168,72 +162,9 @@ async function grant(flags: GrantFlags, io: Io): Promise<void> {
 
 // revoke-links
 
-async function revokeLinks(fileId: string, flags: ClientFlags & { json?: boolean }, io: Io): Promise<void> {
+export async function revokeLinks(fileId: string, flags: ClientFlags & { json?: boolean }, io: Io): Promise<void> {
   const client = await clientFor(flags, io);
   const result = await client.revokeLinks(fileId);
   io.stderr.write(`links to file ${result.file_id} issued until ${result.links_revoked_at} now answer 403 at every edge; new links (\`coffer link ${result.file_id}\`) work\n`);
   if (flags.json) json(io, result);
-}
-
-// Registration
-
-const KEY_ID = 'Yq3Xv0cJ9bTn2LrA5sWk1Q';
-const FILE_ID = '7Yp1c0aT9Qm2xLr5Hk3VwA';
-
-export function registerAccessCommands(program: Command, io: Io = { stdout: process.stdout, stderr: process.stderr, env: process.env }): void {
-  const keys = program.command('keys').description('Make, list and revoke access keys (needs a key with the "admin" scope, or the root key).')
-    .addHelpText('after', `
-Keys have scopes: read (get, list, search, download, links), write (uploads, folder and
-file changes, grants, revoke-links), admin (keys). A key confined to a folder sees only
-that folder and what is inside it. Only the root key makes admin keys.
-${examples(
-    'coffer keys create --name backup-job --scope read,write --folder /photos --expires-in 30d',
-    'coffer keys ls',
-    `coffer keys revoke ${KEY_ID}`,
-  )}`);
-
-  clientOptions(keys.command('create').description('Make an access key; prints it once, alone, on standard output.'))
-    .requiredOption('--name <name>', 'a label for the key, shown by `keys ls`')
-    .requiredOption('--scope <scopes>', 'read, write and/or admin, comma-separated (or repeat --scope)', collect)
-    .option('--folder <id|/path>', 'confine the key to this folder and what is inside it (default: every folder)')
-    .option('--expires-in <duration>', 'seconds, or 15m, 12h, 30d (default: never; revoke it to end it)')
-    .option('--json', 'print the whole record, key included, as JSON')
-    .addHelpText('after', examples(
-      'coffer keys create --name website --scope read',
-      'coffer keys create --name uploader --scope read,write --folder /photos/2026 --expires-in 7d',
-      'export COFFER_ACCESS_KEY=$(coffer keys create --name ci --scope write)',
-    ) + '\nThe key is stored hashed: it cannot be shown again. A lost key is revoked and replaced.\n')
-    .action((flags: CreateFlags) => createKey(flags, io));
-
-  clientOptions(keys.command('ls').description('List the access keys (never their secrets).'))
-    .option('--json', 'print the key records as JSON')
-    .addHelpText('after', examples('coffer keys ls', 'coffer keys ls --json'))
-    .action((flags: ClientFlags & { json?: boolean }) => listKeys(flags, io));
-
-  clientOptions(keys.command('revoke').description('End an access key at once, at every origin.'))
-    .argument('<key_id>', 'the key, as `keys ls` shows it (not the secret key itself)')
-    .option('--json', 'print the answer as JSON')
-    .addHelpText('after', examples(`coffer keys revoke ${KEY_ID}`))
-    .action((keyId: string, flags: ClientFlags & { json?: boolean }) => revokeKey(keyId, flags, io));
-
-  clientOptions(program.command('grant').description('Make an upload grant: a credential a browser can upload with, within limits, and nothing else.'))
-    .requiredOption('--max-size <size>', 'largest file, e.g. 1048576, 10MB, 5MiB')
-    .option('--folder <id|/path>', 'where the uploads land (default: the root)')
-    .option('--visibility <visibility>', 'public or private: the uploads must be this (default: either)')
-    .option('--type <types>', 'allowed content types, e.g. image/* or application/pdf (comma-separated or repeated; default: any)', collect)
-    .option('--expires-in <duration>', 'seconds, or 15m, 12h; at most 1d (default 1h)')
-    .option('--max-files <n>', 'how many uploads it may start (default 1)')
-    .option('--json', 'print {grant, expires_at} as JSON')
-    .addHelpText('after', examples(
-      'coffer grant --max-size 10MB',
-      'coffer grant --folder /avatars --visibility public --type image/* --max-size 5MiB --expires-in 15m',
-      'GRANT=$(coffer grant --max-size 100MB --max-files 5)',
-    ) + '\nPrints the grant alone; it expires as shown on standard error. Hand it to a browser, which\nsends it as "Authorization: Grant …" (the SDK: new CofferClient({ url, grant })).\n')
-    .action((flags: GrantFlags) => grant(flags, io));
-
-  clientOptions(program.command('revoke-links').description('Make every signed link issued so far for a file fail, at every edge; new links work.'))
-    .argument('<file_id>', 'the file')
-    .option('--json', 'print the answer as JSON')
-    .addHelpText('after', examples(`coffer revoke-links ${FILE_ID}`, `coffer revoke-links ${FILE_ID} && coffer link ${FILE_ID}`))
-    .action((fileId: string, flags: ClientFlags & { json?: boolean }) => revokeLinks(fileId, flags, io));
 }

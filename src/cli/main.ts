@@ -9,8 +9,8 @@ import { CREDENTIALS_FILE, MISSING_EDGE_TOKEN, type Generated } from '../config/
 import { SERVICE_UMASK, prepareDataDir } from '../config/data-dir.js';
 import { join } from 'node:path';
 import { CofferError } from '../core/errors.js';
-import { CliError, dashIdsAsOperands, registerClientCommands } from './client.js';
-import { registerAccessCommands } from './keys.js';
+import { dashIdsAsOperands, registerAccessCommands, registerClientCommands } from './commands.js';
+import { CliError } from './io.js';
 
 function addSettings(cmd: Command): Command {
   for (const [name, help] of SETTINGS) {

@@ -399,6 +399,12 @@ export interface BlobStore {
    */
   openPart(key: string, uploadId: string, partNumber: number, expectedSize: number): Promise<PartWriter>;
   /**
+   * Starts receiving bytes whose part is not known yet (a JSON chunk with `body` before the
+   * fields), committed later by `commitPart` like any part's writer. Offered by stores that
+   * need no part identity to write (the disk); without it, such bytes wait in memory.
+   */
+  openUnnamedPart?(): Promise<PartWriter>;
+  /**
    * Makes the written bytes part `partNumber` of the upload, readable at once and durable
    * when `durable` resolves; the previous version stays until `dropPart`.
    */

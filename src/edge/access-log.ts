@@ -13,6 +13,41 @@ const FLUSH_BYTES = 64 * 1024;
 /** Lines held while the destination is busy; past this they are dropped. */
 const MAX_PENDING_BYTES = 8 * 1024 * 1024;
 
+/** Printable ASCII without a quote or a backslash: JSON text as it stands. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+function jsonString(v: string | null): string {
+  if (v === null) return 'null';
+  return PLAIN.test(v) ? `"${v}"` : JSON.stringify(v);
+}
+
+let cachedSecond = NaN;
+let cachedPrefix = '';
+
+/** `new Date(ms).toISOString()`, with the part up to the second made once per second. */
+export function isoTime(ms: number): string {
+  const second = Math.floor(ms / 1000);
+  if (second !== cachedSecond) {
+    const iso = new Date(second * 1000).toISOString();
+    // Years past 9999 print differently: leave those to Date.
+    if (iso.length !== 24) return new Date(ms).toISOString();
+    cachedSecond = second;
+    cachedPrefix = iso.slice(0, 20);
+  }
+  const frac = ms - second * 1000;
+  return cachedPrefix + (frac < 10 ? '00' : frac < 100 ? '0' : '') + frac + 'Z';
+}
+
+/**
+ * One log line: the same text as JSON.stringify of the fields in this order, built without
+ * it, since the line is made for every request and must cost next to nothing.
+ */
+export function accessLine(a: Answered): string {
+  return `{"time":"${isoTime(a.time)}","method":${jsonString(a.method)},"file_id":${jsonString(a.fileId)},"status":${a.status},`
+    + `"bytes":${a.bytes},"complete":${a.complete},"duration_ms":${a.durationMs},"cache":${jsonString(a.cache)},`
+    + `"client":${jsonString(a.client)},"range":${jsonString(a.range)}}`;
+}
+
 export class AccessLog {
   private lines: string[] = [];
   private size = 0;
@@ -34,10 +69,7 @@ export class AccessLog {
   }
 
   readonly answered = (a: Answered): void => {
-    const line = JSON.stringify({
-      time: new Date(a.time).toISOString(), method: a.method, file_id: a.fileId, status: a.status, bytes: a.bytes, complete: a.complete,
-      duration_ms: a.durationMs, cache: a.cache, client: a.client, range: a.range,
-    });
+    const line = accessLine(a);
     if (this.pendingBytes + this.size > MAX_PENDING_BYTES) {
       this.dropped++;
       return;

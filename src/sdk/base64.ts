@@ -9,23 +9,31 @@ const PAD = 61; // '='
 const ascii = new TextDecoder('latin1');
 
 interface BufferLike {
-  from(data: ArrayBufferLike, byteOffset: number, length: number): { toString(encoding: 'base64'): string };
+  from(data: ArrayBufferLike, byteOffset: number, length: number): { toString(encoding: 'base64', start?: number, end?: number): string; latin1Write(text: string, offset: number): number };
 }
+
+/**
+ * Bytes encoded per string in Node: a multiple of 3 (the pieces join without padding) whose
+ * base64 stays under V8's large-object size (128 KiB). A 5 MiB chunk's base64 as one string
+ * costs several times the CPU: each large string is an allocation of its own.
+ */
+const NODE_PIECE = 3 * 16 * 1024;
 
 /** Length of the base64 text of `n` bytes, padding included. */
 export const base64Length = (n: number): number => Math.ceil(n / 3) * 4;
-
-const utf8 = new TextEncoder();
 
 /**
  * Writes the base64 of `bytes` into `target` at `offset` as ASCII bytes, so a request body
  * is built without a multi-megabyte string to scan or re-encode. Returns the bytes written.
  */
 export function encodeBase64Into(bytes: Uint8Array, target: Uint8Array, offset: number): number {
-  const NodeBuffer = (globalThis as { Buffer?: BufferLike }).Buffer;
+  const NodeBuffer = (globalThis as unknown as { Buffer?: BufferLike }).Buffer;
   if (NodeBuffer) {
-    const text = NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
-    return utf8.encodeInto(text, target.subarray(offset)).written;
+    const source = NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const out = NodeBuffer.from(target.buffer, target.byteOffset, target.byteLength);
+    let o = offset;
+    for (let at = 0; at < bytes.length; at += NODE_PIECE) o += out.latin1Write(source.toString('base64', at, Math.min(bytes.length, at + NODE_PIECE)), o);
+    return o - offset;
   }
   return encodeTable(bytes, target, offset);
 }
@@ -53,7 +61,7 @@ function encodeTable(bytes: Uint8Array, out: Uint8Array, start: number): number 
 
 export function encodeBase64(bytes: Uint8Array): string {
   // Node's native encoder is faster still; reached through globalThis so browsers never need it.
-  const NodeBuffer = (globalThis as { Buffer?: BufferLike }).Buffer;
+  const NodeBuffer = (globalThis as unknown as { Buffer?: BufferLike }).Buffer;
   if (NodeBuffer) return NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
   const out = new Uint8Array(base64Length(bytes.length));
   encodeTable(bytes, out, 0);

@@ -15,6 +15,7 @@
 import { createHash, randomBytes, timingSafeEqual, type Hash } from 'node:crypto';
 import { errors } from '../core/errors.js';
 import { expectedPartSize } from '../core/upload.js';
+import { POOL_BUFFER_BYTES, giveBack, takeBuffer } from '../core/buffer-pool.js';
 import { UploadGoneError, type BlobStore, type CommittedPart, type MetadataTx, type PartWriter, type StoredFile } from '../core/ports.js';
 import { tailKey, type StoredTusUpload } from '../core/tus.js';
 import type { ServiceContext } from './context.js';
@@ -37,10 +38,17 @@ export class StaleWrite extends Error {
   }
 }
 
-/** Fills parts from `firstPart` on; calls `onCommitted` for each full part committed to the store. */
+/**
+ * Fills parts from `firstPart` on; calls `onCommitted` for each full part committed to the
+ * store. The part's bytes are copied into pooled 1 MiB slabs as they arrive: each slab goes
+ * to the store's writer once full (a few large writes, not one per packet), and all stay
+ * until the part is committed, as they become the tail if the body ends first.
+ */
 class PartFiller {
   private writer: PartWriter | null = null;
-  private held: Buffer[] = [];
+  private slabs: Buffer[] = [];
+  /** Bytes used in the last slab. */
+  private used = POOL_BUFFER_BYTES;
   private heldBytes = 0;
 
   constructor(
@@ -55,16 +63,26 @@ class PartFiller {
   }
 
   async write(chunk: Buffer): Promise<void> {
-    while (chunk.length > 0) {
-      const room = this.expected - this.heldBytes;
-      const piece = chunk.length > room ? chunk.subarray(0, room) : chunk;
-      chunk = chunk.subarray(piece.length);
+    let pos = 0;
+    while (pos < chunk.length) {
       // Opened at the part's first byte: S3 starts an UploadPart of the part's length then.
       this.writer ??= await this.blobs.openPart(this.file.blob_key, this.file.upload_id!, this.partNumber, this.expected);
-      await this.writer.write(piece);
-      this.held.push(piece);
-      this.heldBytes += piece.length;
-      if (this.heldBytes === this.expected) await this.commit();
+      if (this.used === POOL_BUFFER_BYTES) {
+        this.slabs.push(takeBuffer());
+        this.used = 0;
+      }
+      const slab = this.slabs[this.slabs.length - 1]!;
+      const room = Math.min(POOL_BUFFER_BYTES - this.used, this.expected - this.heldBytes);
+      const n = chunk.copy(slab, this.used, pos, pos + Math.min(room, chunk.length - pos));
+      this.used += n;
+      this.heldBytes += n;
+      pos += n;
+      if (this.heldBytes === this.expected) {
+        await this.writer.write(slab.subarray(0, this.used));
+        await this.commit();
+      } else if (this.used === POOL_BUFFER_BYTES) {
+        await this.writer.write(slab);
+      }
     }
   }
 
@@ -72,16 +90,23 @@ class PartFiller {
     const writer = this.writer!;
     this.writer = null;
     const part = await this.blobs.commitPart(this.file.blob_key, this.file.upload_id!, this.partNumber, writer);
-    this.held = [];
+    giveBack(...this.slabs);
+    this.slabs = [];
+    this.used = POOL_BUFFER_BYTES;
     this.heldBytes = 0;
     this.onCommitted(this.partNumber, part);
     this.partNumber++;
   }
 
-  /** The bytes of the part not yet full, its writer discarded. */
+  /** The bytes of the part not yet full, its writer discarded; they are the caller's now. */
   async take(): Promise<{ chunks: Buffer[]; size: number }> {
     await this.discard();
-    return { chunks: this.held, size: this.heldBytes };
+    const chunks = this.slabs.map((slab, i) => (i === this.slabs.length - 1 ? slab.subarray(0, this.used) : slab));
+    const size = this.heldBytes;
+    this.slabs = [];
+    this.used = POOL_BUFFER_BYTES;
+    this.heldBytes = 0;
+    return { chunks, size };
   }
 
   async discard(): Promise<void> {

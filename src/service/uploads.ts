@@ -120,11 +120,12 @@ export class Uploads {
    * before `body` name an open upload and a valid part, that is the blob store's writer for
    * the part, with the size the part must have, so the bytes stream on at once; when they
    * name none, a writer that only counts (the error is answered once the request is read);
-   * when `body` came first, a buffer that `receivePart` hands to the store.
+   * when `body` came first, the store's writer for a part named later when the store has
+   * one (the disk), else a buffer that `receivePart` hands to the store.
    */
   async openPartWriter(caller: Caller, fieldsBeforeBody: Record<string, unknown> | null): Promise<PartWriter> {
     const target = partTargetOf(fieldsBeforeBody);
-    if (!target) return new BufferedPartWriter();
+    if (!target) return this.c.blobs.openUnnamedPart ? this.c.blobs.openUnnamedPart() : new BufferedPartWriter();
     let file: StoredFile;
     try {
       requireUploader(caller);

@@ -9,7 +9,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -122,4 +122,49 @@ describe('file-progress field order (contract §9)', () => {
     await Promise.all(Array.from({ length: LANES }, (_, w) => lane(w)));
     expect(failures).toEqual([]);
   }, 240_000);
+
+  it('writes a body that comes first to the disk as it arrives, not into memory, and commits it once the fields name the part', async () => {
+    const init = await o.post('/collections/upload/file', { name: 'body-first.bin', visibility: 'Private', size: CHUNK, file_type: 'other' });
+    expect(init.status, JSON.stringify(init.body)).toBe(200);
+    const s = init.body as Session;
+    const tmp = join(dataDir, 'blobs', 'tmp');
+    const onDisk = async (): Promise<number> => {
+      let most = 0;
+      for (const name of await readdir(tmp)) most = Math.max(most, (await stat(join(tmp, name)).catch(() => ({ size: 0 }))).size);
+      return most;
+    };
+    const fields = `,"bucket":${JSON.stringify(s.bucket)},"key":${JSON.stringify(s.key)},"uploadId":${JSON.stringify(s.uploadId)},"fileId":${JSON.stringify(s.fileId)},"partNumber":1}`;
+    const head = Buffer.from('{"body":"');
+    const body64 = chunks64[0]!;
+    const tail = Buffer.from('"' + fields);
+    const url = new URL('/collections/upload/file-progress', o.url);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const answer = new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const req = http.request({
+        hostname: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent: false,
+        headers: { authorization: `Bearer ${o.key}`, 'content-type': 'application/json', 'content-length': head.length + body64.length + tail.length },
+      }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.write(head);
+      req.write(body64);
+      // The fields that name the part wait until the test has looked at the disk.
+      void held.then(() => req.end(tail));
+    });
+    // Nearly the whole part is on disk while the fields are still to come.
+    await expect.poll(onDisk, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(CHUNK - 1024 * 1024);
+    release();
+    const r = await answer;
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.size).toBe(CHUNK);
+    const done = await o.post('/collections/upload/complete-upload', { file_id: s.file_id });
+    expect(done.body.sha256).toBe(createHash('sha256').update(chunks[0]!).digest('hex'));
+    expect(await readdir(tmp)).toEqual([]);
+    await o.post('/collections/file/delete', { file_id: s.file_id });
+  });
 });

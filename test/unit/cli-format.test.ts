@@ -5,7 +5,7 @@
  */
 import { Command } from 'commander';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { dashIdsAsOperands, registerClientCommands } from '../../src/cli/client.js';
+import { dashIdsAsOperands, registerClientCommands } from '../../src/cli/commands.js';
 import { formatBytes, formatDuration, formatRate, formatTime, safeText, shorten, table } from '../../src/cli/format.js';
 import { Progress } from '../../src/cli/progress.js';
 

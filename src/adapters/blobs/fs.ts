@@ -141,6 +141,10 @@ export class FsBlobStore implements BlobStore {
 
   /** The part's identity is only needed at commit: the bytes go to a temporary file first. */
   async openPart(_key: string, _uploadId: string, _partNumber: number, _expectedSize: number): Promise<PartWriter> {
+    return this.openUnnamedPart();
+  }
+
+  async openUnnamedPart(): Promise<PartWriter> {
     const path = this.tmpPath();
     return new FsPartWriter(path, await open(path, 'wx', 0o600));
   }

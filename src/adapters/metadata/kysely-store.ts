@@ -1,7 +1,8 @@
 /**
  * The metadata store over Kysely: the same queries for SQLite and PostgreSQL.
  */
-import { Migrator, sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import { Migrator, sql } from './kysely.js';
 import type {
   BlobToDelete, EdgeAck, GrantRows, KeyRows, S3Rows, TusRows, UsageRows, WebhookRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
 } from '../../core/ports.js';

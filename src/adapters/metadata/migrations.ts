@@ -2,7 +2,8 @@
  * One set of migrations for SQLite and PostgreSQL. Types are chosen to mean the same on
  * both; only auto-numbered keys differ. Times are Unix milliseconds in bigint columns.
  */
-import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import { sql } from './kysely.js';
 
 type Dialect = 'sqlite' | 'postgres';
 

@@ -17,7 +17,7 @@
  *   can send again). Every other commit is flushed before it is answered.
  */
 import { createHash } from 'node:crypto';
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from './kysely.js';
 import pg from 'pg';
 import type { MetadataTx } from '../../core/ports.js';
 import { KyselyMetadataStore, KyselyTx } from './kysely-store.js';

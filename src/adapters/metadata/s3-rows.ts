@@ -2,7 +2,8 @@
  * What the S3 interface reads and writes (contract §12) over Kysely. Keys sort as bytes of
  * UTF-8, as S3 lists them: `collate "C"` on PostgreSQL, SQLite's own comparison there.
  */
-import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import { sql } from './kysely.js';
 import type { RowLock, S3Entry, S3Rows, S3Upload, StoredFile, StoredFolder } from '../../core/ports.js';
 import type { Database } from './schema.js';
 import { compareKeys } from '../../core/names.js';

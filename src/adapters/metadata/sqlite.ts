@@ -1,5 +1,5 @@
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
+import { Kysely, SqliteDialect } from './kysely.js';
 import { KyselyMetadataStore } from './kysely-store.js';
 import type { Database } from './schema.js';
 

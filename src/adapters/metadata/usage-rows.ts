@@ -1,5 +1,6 @@
 /** Per-file, per-day usage (contract §11) over Kysely: the same queries on SQLite and PostgreSQL. */
-import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import { sql } from './kysely.js';
 import type { UsageRow, UsageRows } from '../../core/ports.js';
 import type { Database } from './schema.js';
 

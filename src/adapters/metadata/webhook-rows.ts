@@ -1,5 +1,6 @@
 /** Webhooks and their deliveries (contract §11) over Kysely: the same queries on SQLite and PostgreSQL. */
-import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import { sql } from './kysely.js';
 import type { StoredDelivery, StoredWebhook } from '../../core/webhooks.js';
 import type { WebhookRows } from '../../core/ports.js';
 import type { Database } from './schema.js';

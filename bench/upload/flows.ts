@@ -103,7 +103,7 @@ function sendPart(client: CofferHttp, form: PartForm, s: Session, n: number, par
     let out = Buffer.allocUnsafe(WRITE_BYTES);
     let used = 0;
     for (let at = 0; at < part.length; at += BASE64_PIECE) {
-      used += out.latin1Write(part.toString("base64", at, Math.min(part.length, at + BASE64_PIECE)), used);
+      used += out.write(part.toString("base64", at, Math.min(part.length, at + BASE64_PIECE)), used, "latin1");
       if (used === WRITE_BYTES) {
         await put(req, out);
         out = Buffer.allocUnsafe(WRITE_BYTES);

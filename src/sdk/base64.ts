@@ -9,7 +9,7 @@ const PAD = 61; // '='
 const ascii = new TextDecoder('latin1');
 
 interface BufferLike {
-  from(data: ArrayBufferLike, byteOffset: number, length: number): { toString(encoding: 'base64', start?: number, end?: number): string; latin1Write(text: string, offset: number): number };
+  from(data: ArrayBufferLike, byteOffset: number, length: number): { toString(encoding: 'base64', start?: number, end?: number): string; write(text: string, offset: number, encoding: 'latin1'): number };
 }
 
 /**
@@ -32,7 +32,7 @@ export function encodeBase64Into(bytes: Uint8Array, target: Uint8Array, offset: 
     const source = NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const out = NodeBuffer.from(target.buffer, target.byteOffset, target.byteLength);
     let o = offset;
-    for (let at = 0; at < bytes.length; at += NODE_PIECE) o += out.latin1Write(source.toString('base64', at, Math.min(bytes.length, at + NODE_PIECE)), o);
+    for (let at = 0; at < bytes.length; at += NODE_PIECE) o += out.write(source.toString('base64', at, Math.min(bytes.length, at + NODE_PIECE)), o, 'latin1');
     return o - offset;
   }
   return encodeTable(bytes, target, offset);

@@ -3,15 +3,13 @@
  * document and reference page. Transport only; every rule lives in the service.
  */
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import { randomBytes } from 'node:crypto';
 import { CofferError, errors, isCofferError } from '../core/errors.js';
 import { ErrorBody } from '../core/api.js';
 import { DEFAULT_SESSION_TTL_SECONDS, type CofferService } from '../service/service.js';
 import { CSRF_HEADER } from './auth/session-cookie.js';
 import { installAuthentication } from './auth/hook.js';
-import { accessOf, declareScope } from './auth/access.js';
+import { accessOf } from './auth/access.js';
 import { registerS3Routes } from '../s3/server.js';
 import { s3Authenticator } from '../s3/auth.js';
 import { registerSessionRoutes } from './session-routes.js';
@@ -31,6 +29,7 @@ import * as accessRoutes from './routes/access.js';
 import * as webhookRoutes from './routes/webhooks.js';
 import type { OriginMetrics } from './metrics.js';
 import { registerTus } from './tus/index.js';
+import { registerApiDocs } from './openapi.js';
 
 export const JSON_BODY_LIMIT = 64 * 1024;
 
@@ -197,7 +196,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
 
   app.setNotFoundHandler((request, reply) => sendError(reply, errors.noRoute(request.method, request.url)));
 
-  await app.register(swagger, {
+  registerApiDocs(app, {
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -219,12 +218,6 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   });
 
   app.get('/healthz', { schema: { hide: true }, config: { access: 'public' } }, async () => ({ status: 'ok' }));
-  app.get('/openapi.json', { schema: { hide: true }, config: { access: 'public' } }, async () => app.swagger());
-  // The reference page's routes come from the plugin: declared public for the whole scope.
-  await app.register(async (scope) => {
-    declareScope(scope, 'public');
-    await scope.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { docExpansion: 'list', defaultModelsExpandDepth: 0 } });
-  });
 
   const service = opts.service;
   await registerSessionRoutes(app, service, {

@@ -30,8 +30,12 @@ const SECRET = 'crash-secret-' + randomBytes(8).toString('hex');
 const KILLS = 6;
 /** Uploads started in each round, before its kill: 1, 2 or 3 chunks each. */
 const UPLOADS_PER_ROUND = 4;
-/** The whole scenario must be over by then; the test fails with the state it reached. */
-const DEADLINE_MS = 50_000;
+/**
+ * The whole scenario must be over by then; the test fails with the state it reached. It
+ * catches an upload that never finishes, not a slow one: about 40 s on a quiet 2-core machine,
+ * and CI runs other test files beside it.
+ */
+const DEADLINE_MS = 100_000;
 const REQUEST_TIMEOUT_MS = 15_000;
 /** An origin on PostgreSQL migrates its schema first; a busy machine needs the margin. */
 const START_TIMEOUT_MS = 30_000;
@@ -482,5 +486,5 @@ describe('crash safety of uploads (SIGKILL of the origin process)', () => {
     }
     await killServer(server);
     console.log(`crash test: ${JSON.stringify(stats)} in ${Date.now() - started} ms`);
-  }, 70_000);
+  }, 130_000);
 });

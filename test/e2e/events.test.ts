@@ -138,10 +138,34 @@ describe('interface description', () => {
     expect(paths.some((p) => p.startsWith('/_edge'))).toBe(false);
   });
 
-  it('serves a readable reference page at /docs', async () => {
+  it('serves a readable reference page at /docs, its scripts, and HEAD with the length of GET', async () => {
     const res = await fetch(`${o.url}/docs/`, { redirect: 'follow' });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/html');
+    expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect(await res.text()).toContain('swagger');
+    const bundle = await fetch(`${o.url}/docs/static/swagger-ui-bundle.js`);
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers.get('content-type')).toContain('javascript');
+    const length = (await bundle.arrayBuffer()).byteLength;
+    expect(length).toBeGreaterThan(100_000);
+    const head = await fetch(`${o.url}/docs/static/swagger-ui-bundle.js`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(Number(head.headers.get('content-length'))).toBe(length);
+    // The page's own copy of the document is the one at /openapi.json.
+    const [own, json] = await Promise.all([fetch(`${o.url}/docs/json`).then((r) => r.json()), fetch(`${o.url}/openapi.json`).then((r) => r.json())]);
+    expect(own).toEqual(json);
+    expect((await fetch(`${o.url}/docs/nothing-here`)).status).toBe(404);
+  });
+
+  it('builds the document once, for the first of several requests that arrive together', async () => {
+    const fresh = await startTestOrigin();
+    try {
+      const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => fetch(i % 2 ? `${fresh.url}/openapi.json` : `${fresh.url}/docs/json`).then(async (r) => ({ status: r.status, text: await r.text() }))));
+      expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
+      expect(new Set(answers.map((a) => a.text)).size).toBe(1);
+    } finally {
+      await fresh.close();
+    }
   });
 });

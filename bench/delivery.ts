@@ -10,7 +10,9 @@
 //   private  a Private file with the same bytes through a signed link (edge only)
 //   large    a 64 MiB Public file, throughput with few connections
 //   logged   the 4 KiB file at a second edge that writes an access log (COFFER_EDGE_ACCESS_LOG),
-//            compared with the plain edge's small figure of the same run
+//            loaded at the same time as the plain edge, both on the servers' core: each round's
+//            ratio compares the two under the same conditions, so a cost of a few percent shows
+//            through the machine's noise
 // With two or more CPUs and taskset available, wrk (and this process) run on
 // one CPU and the servers on another, so each side gets a whole core.
 
@@ -534,6 +536,8 @@ interface ScenarioResult {
   unit: "req/s" | "MiB/s";
   edge: ServerResult;
   nginx: ServerResult | null;
+  /** For the logged scenario: the plain edge, loaded in the same windows as the logging one. */
+  plain: ServerResult | null;
   /** Edge answers seen as MISS in the check before a measured run. */
   missesBeforeRuns: number;
 }
@@ -596,7 +600,7 @@ function summarize(results: ScenarioResult[]): Pick<Summary, "ratios" | "targets
   const large = by("large");
   const logged = by("logged");
   const ratios: Record<string, number | null> = {
-    logged_edge_vs_edge_public: round2(div(logged?.edge.medianReqPerSec, small?.edge.medianReqPerSec)),
+    logged_edge_vs_edge_public: round2(logged?.plain ? median(logged.edge.runs.map((r, i) => r.reqPerSec / (logged.plain!.runs[i]?.reqPerSec ?? NaN))) : null),
     small_edge_vs_nginx: round2(div(small?.edge.medianReqPerSec, small?.nginx?.medianReqPerSec)),
     signed_edge_vs_edge_public: round2(div(signed?.edge.medianReqPerSec, small?.edge.medianReqPerSec)),
     signed_edge_vs_nginx: round2(div(signed?.edge.medianReqPerSec, signed?.nginx?.medianReqPerSec)),
@@ -659,6 +663,7 @@ function renderReport(opts: Options, s: Summary): string {
     ];
     rows.push(row("edge", r.edge));
     if (r.nginx !== null) rows.push(row(r.id === "signed" ? "nginx (plain)" : "nginx", r.nginx));
+    if (r.plain !== null) rows.push(row("edge without log, same windows", r.plain));
   }
   lines.push(...renderTable(rows, 2));
   lines.push("(req/s and MiB/s from wrk's Requests/sec and Transfer/sec, 1 MiB = 2^20 bytes; medians over rounds;");
@@ -682,7 +687,7 @@ function renderReport(opts: Options, s: Summary): string {
   add("ratio signed link: edge signed / nginx plain req/s", s.ratios.signed_edge_vs_nginx);
   add("ratio Private signed: edge / edge public req/s", s.ratios.private_signed_vs_edge_public);
   add("ratio large file: edge / nginx MiB/s", s.ratios.large_edge_vs_nginx);
-  add("ratio access log on: logging edge / plain edge req/s", s.ratios.logged_edge_vs_edge_public);
+  add("ratio access log on: logging edge / plain edge req/s (median of same-window ratios)", s.ratios.logged_edge_vs_edge_public);
   lines.push(...renderTable(ratioRows, 1));
   lines.push("");
   const targetRows = Object.values(s.targets).map((t) => [`target: ${t.description}`, t.value === null ? "n/a" : fmt(t.value, 2), verdict(t.pass)]);
@@ -812,6 +817,7 @@ async function main(): Promise<number> {
       unit: s.unit,
       edge: { runs: [], medianReqPerSec: null, medianMiBPerSec: null, medianP99Ms: null, medianServerCpuPct: null, medianOtherCpuPct: null },
       nginx: s.nginxPath === null ? null : { runs: [], medianReqPerSec: null, medianMiBPerSec: null, medianP99Ms: null, medianServerCpuPct: null, medianOtherCpuPct: null },
+      plain: s.loggedEdge ? { runs: [], medianReqPerSec: null, medianMiBPerSec: null, medianP99Ms: null, medianServerCpuPct: null, medianOtherCpuPct: null } : null,
       missesBeforeRuns: 0,
     }));
 
@@ -868,8 +874,13 @@ async function main(): Promise<number> {
             if (head.status !== 200) throw new Error(`edge answered ${head.status} to HEAD ${s.edgePath} before round ${round}`);
             if (header(head, "x-cache") !== "HIT") res.missesBeforeRuns++;
           }
-          const run = await measure(s, server, opts.durationS);
+          // The logging edge and the plain one under load together: the same conditions for both.
+          const [run, plain] = await Promise.all([
+            measure(s, server, opts.durationS),
+            s.loggedEdge && server === "edge" ? measure({ ...s, loggedEdge: false }, "edge", opts.durationS) : null,
+          ]);
           (server === "edge" ? res.edge : res.nginx!).runs.push(run);
+          if (plain) res.plain!.runs.push(plain);
           const main = s.unit === "req/s" ? `${fmt(run.reqPerSec, 0)} req/s` : `${fmt(run.mibPerSec, 1)} MiB/s`;
           log(
             `round ${round}/${opts.rounds} ${s.id.padEnd(7)} ${server.padEnd(5)} ${main.padStart(14)}  ` +
@@ -883,7 +894,7 @@ async function main(): Promise<number> {
     }
 
     for (const r of results) {
-      for (const res of [r.edge, r.nginx]) {
+      for (const res of [r.edge, r.nginx, r.plain]) {
         if (res === null) continue;
         res.medianReqPerSec = round2(median(res.runs.map((x) => x.reqPerSec)));
         res.medianMiBPerSec = round2(median(res.runs.map((x) => x.mibPerSec)));

@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import { errors } from '../core/errors.js';
 
 const DOCS_PREFIX = '/docs';
 
@@ -42,8 +43,16 @@ export function registerApiDocs(app: FastifyInstance, options: FastifyDynamicSwa
 
   app.get('/openapi.json', { schema: { hide: true }, config: { access: 'public' } }, async () => (await docsApp()).swagger());
   const page = async (request: FastifyRequest, reply: FastifyReply) => {
+    // The inner app resolves dot segments (`/docs/../x`, `%2e%2e`), which the router here
+    // leaves as they are: only a path still under /docs once resolved goes on, resolved.
+    const target = new URL(request.url, 'http://docs.invalid');
+    // Named as GET for HEAD too, so both answers have one length.
+    if (target.pathname !== DOCS_PREFIX && !target.pathname.startsWith(`${DOCS_PREFIX}/`)) throw errors.noRoute('GET', request.url);
     // GET for HEAD too: Fastify's HEAD route takes the length from the body and sends none.
-    const res = await (await docsApp()).inject({ method: 'GET', url: request.url });
+    const res = await (await docsApp()).inject({ method: 'GET', url: target.pathname + target.search });
+    // The page's own failures are answered in the contract's shape, like any other.
+    if (res.statusCode >= 500) throw new Error(`the reference page answered ${res.statusCode} to ${target.pathname}`);
+    if (res.statusCode >= 400) throw errors.noRoute('GET', request.url);
     for (const [name, value] of Object.entries(res.headers)) {
       if (value !== undefined && !HOP_BY_HOP.has(name)) reply.header(name, value);
     }

@@ -4,6 +4,8 @@
  * pieces (optionally cut off), and the whole answer read.
  */
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import net from 'node:net';
+import { expect } from 'vitest';
 
 export interface RawAnswer {
   status: number;
@@ -65,4 +67,39 @@ export function rawRequest(base: string, path: string, opts: RawRequest = {}): P
       })().catch((err: Error) => req.destroy(err));
     }
   });
+}
+
+/** Sends `text` on a raw socket and reads until the server closes (or `ms` pass). */
+export function rawSocket(port: number, text: string, ms = 3000): Promise<string> {
+  return new Promise((resolve) => {
+    let answer = '';
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(text));
+    socket.setEncoding('latin1');
+    socket.on('data', (c: string) => { answer += c; });
+    socket.on('error', () => {});
+    socket.on('close', () => resolve(answer));
+    setTimeout(() => socket.destroy(), ms);
+  });
+}
+
+/** Polls until `check` holds (or throws its last failure). */
+export async function eventually(check: () => Promise<void>, ms = 3000): Promise<void> {
+  const until = Date.now() + ms;
+  for (;;) {
+    try {
+      await check();
+      return;
+    } catch (err) {
+      if (Date.now() > until) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/** An error answer in the contract's shape, whatever its status. */
+export function expectContractError(a: RawAnswer, status: number, where: string): void {
+  expect(a.status, where).toBe(status);
+  expect(a.json, `${where}: ${a.body.toString().slice(0, 200)}`).toBeTypeOf('object');
+  expect(Object.keys(a.json ?? {}), `${where}: ${a.body.toString().slice(0, 200)}`).toEqual(['error']);
+  expect(Object.keys(a.json.error).sort(), where).toEqual(['code', 'details', 'message']);
 }

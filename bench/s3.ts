@@ -107,6 +107,30 @@ async function cachedAtEdge(url: string): Promise<void> {
   throw new Error(`the edge never had ${url} cached`);
 }
 
+/** CPU seconds of this process and of its children that have ended (utime + stime, cutime + cstime). */
+function clientCpuSeconds(): number {
+  const own = process.cpuUsage();
+  // /proc/self/stat: fields 16 and 17 (cutime, cstime), counted after the command name's ")".
+  const fields = fs.readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ");
+  const children = (Number(fields[13]) + Number(fields[14])) / 100;
+  return (own.user + own.system) / 1e6 + children;
+}
+
+/** Where an upload's CPU went: the client (this process or the aws CLI it ran) and the origin, in seconds. */
+interface CpuSplit {
+  client: number[];
+  origin: number[];
+}
+
+async function withCpu(split: CpuSplit, origin: { cpuMs(): number | null }, fn: () => Promise<number>): Promise<number> {
+  const c0 = clientCpuSeconds();
+  const o0 = origin.cpuMs() ?? 0;
+  const ms = await fn();
+  split.client.push(clientCpuSeconds() - c0);
+  split.origin.push(((origin.cpuMs() ?? 0) - o0) / 1000);
+  return ms;
+}
+
 async function timed(what: string, fn: () => Promise<void>): Promise<number> {
   const t = performance.now();
   await fn();
@@ -159,6 +183,7 @@ async function main(): Promise<void> {
 
     const t = { raw: [] as number[], awsUp: [] as number[], edge: [] as number[], presigned: [] as number[], awsDown: [] as number[] };
     const rss = { origin: 0, edge: 0 };
+    const cpu = { raw: { client: [], origin: [] } as CpuSplit, awsUp: { client: [], origin: [] } as CpuSplit };
     const peak = () => {
       rss.origin = Math.max(rss.origin, origin.statusKb("VmHWM") ?? 0);
       rss.edge = Math.max(rss.edge, edge.statusKb("VmHWM") ?? 0);
@@ -170,12 +195,14 @@ async function main(): Promise<void> {
       // Uploads alternate which goes first, so a warming machine favours neither.
       const up = [
         async () => {
-          t.raw.push(await timed(`${own} up`, async () => {
+          t.raw.push(await withCpu(cpu.raw, origin, () => timed(`${own} up`, async () => {
             if (own === "raw parts") await rawUpload(api, file, `raw-${round}.bin`);
             else await uploadFile(api, fs.readFileSync(file), { name: `json-${round}.bin`, visibility: "Public", concurrency: PARALLEL_PARTS });
-          }));
+          })));
         },
-        async () => { t.awsUp.push(await timed("aws s3 cp up", async () => { await run(aws, awsArgs("s3", "cp", "--no-progress", file, `s3://bench/up-${round}.bin`), awsEnv); })); },
+        async () => {
+          t.awsUp.push(await withCpu(cpu.awsUp, origin, () => timed("aws s3 cp up", async () => { await run(aws, awsArgs("s3", "cp", "--no-progress", file, `s3://bench/up-${round}.bin`), awsEnv); })));
+        },
       ];
       for (const step of round % 2 === 1 ? up : up.reverse()) await step();
       peak();
@@ -194,13 +221,14 @@ async function main(): Promise<void> {
     }
 
     const rate = (xs: number[]) => SIZE / MiB / (median(xs)! / 1000);
+    const cpuCell = (c: CpuSplit) => `${fmt(median(c.client)!, 2)} / ${fmt(median(c.origin)!, 2)}`;
     const rows = [
-      ["path", "MiB/s (median)", "vs Coffer's own", "goal"],
-      [`upload: Coffer's ${own} (4 × 5 MiB in flight)`, fmt(rate(t.raw)), "1.00x", ""],
-      ["upload: aws s3 cp (8 MiB parts, 10 in flight)", fmt(rate(t.awsUp)), `${fmt(rate(t.awsUp) / rate(t.raw), 2)}x`, rate(t.awsUp) >= 0.8 * rate(t.raw) ? "≥ 0.8x: met" : "≥ 0.8x: NOT met"],
-      ["download: edge hit (curl)", fmt(rate(t.edge)), "1.00x", ""],
-      ["download: S3 GetObject (curl, presigned)", fmt(rate(t.presigned)), `${fmt(rate(t.presigned) / rate(t.edge), 2)}x`, rate(t.presigned) >= 0.8 * rate(t.edge) ? "≥ 0.8x: met" : "≥ 0.8x: NOT met"],
-      ["download: aws s3 cp", fmt(rate(t.awsDown)), `${fmt(rate(t.awsDown) / rate(t.edge), 2)}x`, ""],
+      ["path", "MiB/s (median)", "vs Coffer's own", "goal", "CPU s client / origin"],
+      [`upload: Coffer's ${own} (4 × 5 MiB in flight)`, fmt(rate(t.raw)), "1.00x", "", cpuCell(cpu.raw)],
+      ["upload: aws s3 cp (8 MiB parts, 10 in flight)", fmt(rate(t.awsUp)), `${fmt(rate(t.awsUp) / rate(t.raw), 2)}x`, rate(t.awsUp) >= 0.8 * rate(t.raw) ? "≥ 0.8x: met" : "≥ 0.8x: NOT met", cpuCell(cpu.awsUp)],
+      ["download: edge hit (curl)", fmt(rate(t.edge)), "1.00x", "", ""],
+      ["download: S3 GetObject (curl, presigned)", fmt(rate(t.presigned)), `${fmt(rate(t.presigned) / rate(t.edge), 2)}x`, rate(t.presigned) >= 0.8 * rate(t.edge) ? "≥ 0.8x: met" : "≥ 0.8x: NOT met", ""],
+      ["download: aws s3 cp", fmt(rate(t.awsDown)), `${fmt(rate(t.awsDown) / rate(t.edge), 2)}x`, "", ""],
     ];
     process.stdout.write(`\n${SIZE / MiB} MiB, ${ROUNDS} round(s), one origin (embedded storage) and one edge on this machine (${os.cpus().length} CPUs):\n\n`);
     process.stdout.write(`${renderTable(rows).join("\n")}\n\npeak RSS: origin ${fmt(rss.origin / 1024)} MiB, edge ${fmt(rss.edge / 1024)} MiB\n`);

@@ -3,34 +3,25 @@
  * origin sums it per file and day (file/get's downloads and bytes_served, /collections/usage),
  * and the edge writes one JSON line per request when COFFER_EDGE_ACCESS_LOG is set.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { loadConfig } from '../../src/config/config.js';
-import { startEdge, type RunningEdge } from '../../src/edge/server.js';
+import type { RunningEdge } from '../../src/edge/server.js';
+import { startLoggingEdge, type LoggingEdge } from '../helpers/logging-edge.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
 
 let o: TestOrigin;
+let logging: LoggingEdge;
 let edge: RunningEdge;
-let dir: string;
 let logPath: string;
 beforeAll(async () => {
   o = await startTestOrigin();
-  dir = await mkdtemp(join(tmpdir(), 'coffer-usage-edge-'));
-  logPath = join(dir, 'access.log');
-  const config = loadConfig({}, {
-    COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
-    COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0], COFFER_EDGE_ACCESS_LOG: logPath,
-  });
-  edge = await startEdge(config, o.url, { cacheDir: dir, logStream: new Writable({ write(_c, _e, cb) { cb(); } }) });
+  logging = await startLoggingEdge(o);
+  ({ edge, logPath } = logging);
 });
 afterAll(async () => {
-  await edge?.close();
+  await logging?.close();
   await o?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 const get = async (path: string, headers: Record<string, string> = {}) => {

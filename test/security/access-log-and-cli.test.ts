@@ -8,36 +8,29 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/config.js';
-import { startEdge, type RunningEdge } from '../../src/edge/server.js';
+import type { RunningEdge } from '../../src/edge/server.js';
+import { startLoggingEdge, type LoggingEdge } from '../helpers/logging-edge.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { CLI } from '../helpers/processes.js';
 import { rawSocket } from '../helpers/raw-http.js';
 import { sleep } from '../helpers/tus.js';
 
-// ================================================================ 4. the edge's access log
+// ================================================================ the edge's access log
 
 describe('edge access log lines under hostile requests', () => {
   let o: TestOrigin;
+  let logging: LoggingEdge;
   let edge: RunningEdge;
-  let dir: string;
   let logPath: string;
   beforeAll(async () => {
     o = await startTestOrigin();
-    dir = await mkdtemp(join(tmpdir(), 'coffer-attack-log-'));
-    logPath = join(dir, 'access.log');
-    const config = loadConfig({}, {
-      COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
-      COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0], COFFER_EDGE_ACCESS_LOG: logPath,
-    });
-    edge = await startEdge(config, o.url, { cacheDir: dir, logStream: new Writable({ write(_c, _e, cb) { cb(); } }) });
+    logging = await startLoggingEdge(o);
+    ({ edge, logPath } = logging);
   });
   afterAll(async () => {
-    await edge?.close();
+    await logging?.close();
     await o?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('every line parses as JSON and holds exactly one request, whatever the path and Range', async () => {
@@ -91,7 +84,7 @@ describe('edge access log lines under hostile requests', () => {
   });
 });
 
-// ================================================================ 5. the CLI
+// ================================================================ the CLI
 
 function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {

@@ -11,7 +11,7 @@ import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { expectContractError, rawRequest, rawSocket } from '../helpers/raw-http.js';
 import { sha256 } from '../helpers/tus.js';
 
-// ================================================================ 1. /openapi.json and /docs
+// ================================================================ /openapi.json and /docs
 
 describe('lazy OpenAPI document and /docs', () => {
   let o: TestOrigin;

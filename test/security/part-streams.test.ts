@@ -18,7 +18,7 @@ import { tusStorage } from '../helpers/tus-origin.js';
 
 const CHUNK = 5 * MiB;
 
-// ================================================================ 2. body-first JSON parts
+// ================================================================ body-first JSON parts
 
 describe('file-progress with "body" first on the disk store', () => {
   let o: TestOrigin;
@@ -215,7 +215,7 @@ describe('an origin restarted with a body-first request in flight', () => {
   });
 });
 
-// ================================================================ 3. tus PATCH in slabs
+// ================================================================ tus PATCH in slabs
 
 describe('tus PATCH bytes in 1 MiB slabs', () => {
   let o: TestOrigin;

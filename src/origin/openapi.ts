@@ -15,16 +15,11 @@ const DOCS_PREFIX = '/docs';
 /** What the plugin reads of a route: its schema, and config.swaggerTransform. */
 type NotedRoute = Pick<RouteOptions, 'method' | 'url' | 'schema' | 'constraints' | 'config'>;
 
-export interface ApiDocs {
-  /** The OpenAPI document, built once. */
-  document(): Promise<unknown>;
-}
-
 /**
  * Notes every route declared on `app` from now on, and serves GET /openapi.json and the
  * reference page under /docs, both public.
  */
-export function registerApiDocs(app: FastifyInstance, options: FastifyDynamicSwaggerOptions): ApiDocs {
+export function registerApiDocs(app: FastifyInstance, options: FastifyDynamicSwaggerOptions): void {
   const routes: NotedRoute[] = [];
   app.addHook('onRoute', (route: RouteOptions) => {
     // A lone HEAD route is left out, as the plugin leaves it out (Fastify's twin of a GET),
@@ -61,7 +56,6 @@ export function registerApiDocs(app: FastifyInstance, options: FastifyDynamicSwa
   };
   app.get(DOCS_PREFIX, { schema: { hide: true }, config: { access: 'public' } }, page);
   app.get(`${DOCS_PREFIX}/*`, { schema: { hide: true }, config: { access: 'public' } }, page);
-  return { document: async () => (await docsApp()).swagger() };
 }
 
 /** Headers of the inner answer that belong to its own (simulated) connection and body. */

@@ -16,7 +16,7 @@ import { registerSessionRoutes } from './session-routes.js';
 import { DEFAULT_PLAYGROUND_DIR, registerPlayground } from './playground.js';
 import { registerChunkRoute } from './chunk-route.js';
 import { clientErrorResponse } from '../core/client-error.js';
-import { installRequestTimeouts, limitConnectionsPerAddress, timeoutServerOptions } from './request-timeouts.js';
+import { installRequestTimeouts, limitConnectionsPerAddress, httpServerOptions } from './request-timeouts.js';
 import { installStrictJson } from './json-body.js';
 import type { Endpoint } from './routes/endpoint.js';
 import type { EdgeHub } from './edge-hub.js';
@@ -137,7 +137,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
     bodyLimit: JSON_BODY_LIMIT,
     // A stalled client is dropped: headers within one bound, then no idle stretch longer than the other.
-    ...timeoutServerOptions(timeouts),
+    ...httpServerOptions(timeouts),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(given) ? given : randomBytes(8).toString('hex');

@@ -1,12 +1,62 @@
 /**
  * Memory of an origin process (docs/operations.md, "Memory"). V8 lets its young generation
- * grow to 16 MiB semi-spaces while the modules load, and keeps them; an origin's garbage is
+ * grow to 16 MiB semi-spaces while the modules load (and, with its flags reset, after a worker
+ * thread starts: core/v8-flags.ts), and keeps them; an origin's garbage is
  * mostly short-lived buffers whose bytes live outside that heap, so small semi-spaces cost
  * it little time and keep both its idle and its busy memory lower. For a process that runs
  * an origin, not for one that only embeds it (tests): called before the origin's modules load.
  */
-import v8 from 'node:v8';
 import vm from 'node:vm';
+import { setV8Flag } from '../core/v8-flags.js';
+import { onReceivedBytes } from './received-bytes.js';
+
+/** Bytes of request bodies between two collections of the buffers they arrived in. */
+export const COLLECT_EVERY_BYTES = 8 * 1024 * 1024;
+/**
+ * Buffer memory allowed above what the last full collection left. Buffers that wait a few
+ * milliseconds (a JSON part's text behind its decoding, 4 parts in flight) outlive two
+ * scavenges and move to the old generation, which V8 collects only once such memory has
+ * grown by 64 MB.
+ */
+export const BUFFER_HEADROOM_BYTES = 24 * 1000 * 1000;
+
+export type Gc = (options?: { type: 'minor' }) => void;
+
+/**
+ * Collects request bodies' buffers by the bytes received: a scavenge every 8 MiB frees those
+ * that died young, and a full collection frees the promoted ones once buffers take more than
+ * the headroom above what the last full collection left. Node 20's `gc({ type: 'major' })`
+ * only scavenges, so a full collection is `gc()`.
+ */
+export class BodyCollector {
+  private received = 0;
+  private limit = BUFFER_HEADROOM_BYTES;
+  private measureAfterFull = false;
+
+  constructor(
+    private readonly gc: Gc,
+    /** Bytes held by ArrayBuffers, live or not yet collected. */
+    private readonly bufferBytes: () => number = () => process.memoryUsage().arrayBuffers,
+  ) {}
+
+  add(bytes: number): void {
+    this.received += bytes;
+    if (this.received < COLLECT_EVERY_BYTES) return;
+    this.received = 0;
+    const buffers = this.bufferBytes();
+    if (this.measureAfterFull) {
+      // Measured one step later: V8 frees a full collection's buffers in the background.
+      this.measureAfterFull = false;
+      this.limit = buffers + BUFFER_HEADROOM_BYTES;
+    }
+    if (buffers > this.limit) {
+      this.gc();
+      this.measureAfterFull = true;
+    } else {
+      this.gc({ type: 'minor' });
+    }
+  }
+}
 
 /**
  * Keeps the young generation at its initial size, and compiles nothing beyond bytecode while
@@ -14,25 +64,28 @@ import vm from 'node:vm';
  * stays with the process's allocator after they finish (about 7 MB of an idle origin's RSS).
  */
 export function keepYoungGenerationSmall(): void {
-  v8.setFlagsFromString('--semi-space-growth-factor=1');
-  v8.setFlagsFromString('--no-opt');
-  v8.setFlagsFromString('--no-sparkplug');
+  setV8Flag('--semi-space-growth-factor=1');
+  setV8Flag('--no-opt');
+  setV8Flag('--no-sparkplug');
 }
 
 /**
- * Once started: the compilers are back for the code that serves requests, and one
- * compacting collection gives what loading left behind back to the system.
+ * Once started: the compilers are back for the code that serves requests, one compacting
+ * collection gives what loading left behind back to the system, and request bodies'
+ * buffers are collected by the bytes received.
  */
 export function compactAfterStart(): void {
-  v8.setFlagsFromString('--opt');
-  v8.setFlagsFromString('--sparkplug');
-  v8.setFlagsFromString('--expose-gc');
-  const gc = vm.runInNewContext('gc') as (() => void) | undefined;
+  setV8Flag('--opt');
+  setV8Flag('--sparkplug');
+  setV8Flag('--expose-gc');
+  const gc = vm.runInNewContext('gc') as Gc | undefined;
   if (typeof gc !== 'function') return;
-  v8.setFlagsFromString('--compact-on-every-full-gc');
+  setV8Flag('--compact-on-every-full-gc');
   try {
     gc();
   } finally {
-    v8.setFlagsFromString('--no-compact-on-every-full-gc');
+    setV8Flag('--no-compact-on-every-full-gc');
   }
+  const collector = new BodyCollector(gc);
+  onReceivedBytes((bytes) => collector.add(bytes));
 }

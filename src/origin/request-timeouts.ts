@@ -7,6 +7,7 @@
 import type { Server, ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import { ReceivingMessage } from './received-bytes.js';
 
 export interface RequestTimeouts {
   /** Milliseconds a client may take to send its headers. */
@@ -15,11 +16,15 @@ export interface RequestTimeouts {
   idleTimeoutMs: number;
 }
 
-/** The server options that enforce the bounds. */
-export function timeoutServerOptions(t: RequestTimeouts): { http: ServerOptions; connectionTimeout: number } {
+/** The options an origin's servers are made with: bounds enforced, body bytes counted (received-bytes.ts). */
+export function httpServerOptions(t: RequestTimeouts): { http: ServerOptions; connectionTimeout: number } {
   return {
-    // Node checks the headers timeout only every connectionsCheckingInterval (30 s by default).
-    http: { headersTimeout: t.headersTimeoutMs, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(t.headersTimeoutMs / 4))) },
+    http: {
+      // Node checks the headers timeout only every connectionsCheckingInterval (30 s by default).
+      headersTimeout: t.headersTimeoutMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(t.headersTimeoutMs / 4))),
+      IncomingMessage: ReceivingMessage,
+    },
     // The socket's idle timeout; Node destroys a socket that reaches it.
     connectionTimeout: t.idleTimeoutMs,
   };

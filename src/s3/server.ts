@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { CofferService } from '../service/service.js';
 import { installAuthentication } from '../origin/auth/hook.js';
-import { installRequestTimeouts, limitConnectionsPerAddress, timeoutServerOptions } from '../origin/request-timeouts.js';
+import { installRequestTimeouts, limitConnectionsPerAddress, httpServerOptions } from '../origin/request-timeouts.js';
 import { s3Authenticator, targetOf, verifiedOf } from './auth.js';
 import { toS3Error } from './errors.js';
 import { errorDocument } from './xml.js';
@@ -133,7 +133,7 @@ export async function buildS3App(opts: S3AppOptions): Promise<FastifyInstance> {
       ...(opts.logStream ? { stream: opts.logStream } : {}),
     } as never,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
-    ...timeoutServerOptions(timeouts),
+    ...httpServerOptions(timeouts),
     genReqId: () => randomBytes(8).toString('hex').toUpperCase(),
     return503OnClosing: false,
     forceCloseConnections: 'idle',

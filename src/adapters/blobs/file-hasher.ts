@@ -3,7 +3,8 @@
  * requests. Hash states live in the worker and are addressed by number; messages are
  * handled in order, so an update sent before a fork is in the fork.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../../core/v8-flags.js';
 
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
@@ -52,7 +53,7 @@ export class FileHasher {
 
   private get thread(): Worker {
     if (!this.worker) {
-      const worker = new Worker(WORKER_SOURCE, { eval: true });
+      const worker = startWorker(WORKER_SOURCE, { eval: true });
       worker.unref();
       worker.on('message', (m: { seq: number; value?: unknown; error?: string }) => {
         const w = this.waiting.get(m.seq);

@@ -1,0 +1,108 @@
+import { execFileSync } from 'node:child_process';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Fastify from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { BUFFER_HEADROOM_BYTES, BodyCollector, COLLECT_EVERY_BYTES, type Gc } from '../../src/origin/memory.js';
+import { onReceivedBytes } from '../../src/origin/received-bytes.js';
+import { httpServerOptions } from '../../src/origin/request-timeouts.js';
+
+const DIST = resolve(dirname(fileURLToPath(import.meta.url)), '../../dist');
+
+/** A collector whose collections are recorded and whose buffer figure the test sets. */
+function recorded(): { collector: BodyCollector; calls: string[]; setBuffers(n: number): void } {
+  const calls: string[] = [];
+  let buffers = 0;
+  const gc: Gc = (options) => { calls.push(options?.type === 'minor' ? 'minor' : 'full'); };
+  return { collector: new BodyCollector(gc, () => buffers), calls, setBuffers: (n) => { buffers = n; } };
+}
+
+describe('collecting request bodies by bytes received', () => {
+  it('scavenges once per 8 MiB, however the bytes arrive', () => {
+    const { collector, calls } = recorded();
+    for (let i = 0; i < 4 * COLLECT_EVERY_BYTES / 65536 - 1; i++) collector.add(65536);
+    expect(calls).toEqual(['minor', 'minor', 'minor']);
+    collector.add(65536);
+    expect(calls).toEqual(['minor', 'minor', 'minor', 'minor']);
+    collector.add(3 * COLLECT_EVERY_BYTES);
+    expect(calls).toHaveLength(5);
+  });
+
+  it('collects fully once buffers pass the headroom, then measures what that left and allows the headroom above it', () => {
+    const { collector, calls, setBuffers } = recorded();
+    setBuffers(BUFFER_HEADROOM_BYTES + 1);
+    collector.add(COLLECT_EVERY_BYTES);
+    expect(calls).toEqual(['full']);
+    // One step later: the full collection left 10 MB, so the limit is 10 MB + headroom.
+    setBuffers(10e6);
+    collector.add(COLLECT_EVERY_BYTES);
+    setBuffers(10e6 + BUFFER_HEADROOM_BYTES);
+    collector.add(COLLECT_EVERY_BYTES);
+    expect(calls).toEqual(['full', 'minor', 'minor']);
+    setBuffers(10e6 + BUFFER_HEADROOM_BYTES + 1);
+    collector.add(COLLECT_EVERY_BYTES);
+    expect(calls).toEqual(['full', 'minor', 'minor', 'full']);
+  });
+
+  it('raises the limit when the buffers in use grow, so a busy origin does not collect fully at every step', () => {
+    const { collector, calls, setBuffers } = recorded();
+    setBuffers(100e6);
+    collector.add(COLLECT_EVERY_BYTES);
+    // 100 MB still in use after the full collection: many parts in flight.
+    for (let i = 0; i < 10; i++) collector.add(COLLECT_EVERY_BYTES);
+    expect(calls.filter((c) => c === 'full')).toHaveLength(1);
+  });
+
+  it('counts every body byte an origin server receives', async () => {
+    let counted = 0;
+    onReceivedBytes((n) => { counted += n; });
+    const app = Fastify(httpServerOptions({ headersTimeoutMs: 5000, idleTimeoutMs: 5000 }));
+    app.addContentTypeParser('application/octet-stream', (_req, payload, done) => {
+      payload.resume();
+      payload.on('end', () => done(null, null));
+    });
+    app.post('/', async () => ({ ok: true }));
+    try {
+      const url = await app.listen({ port: 0, host: '127.0.0.1' });
+      const body = Buffer.alloc(3_000_001, 1);
+      const res = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } });
+      expect(res.status).toBe(200);
+      expect(counted).toBe(body.length);
+    } finally {
+      onReceivedBytes(null);
+      await app.close();
+    }
+  });
+});
+
+describe('V8 flags and worker threads', () => {
+  // The young generation's largest size while 64 KiB strings are made and some kept, in a
+  // process that keeps it small and then starts a worker thread in the given way.
+  const script = (start: string) => `
+    import v8 from 'node:v8';
+    import { Worker } from 'node:worker_threads';
+    import { setV8Flag, startWorker } from ${JSON.stringify(`${DIST}/core/v8-flags.js`)};
+    setV8Flag('--semi-space-growth-factor=1');
+    const worker = ${start}('setInterval(() => {}, 1000)', { eval: true });
+    await new Promise((r) => worker.once('online', () => setImmediate(r)));
+    const text = Buffer.alloc(65536, 65);
+    const kept = [];
+    let largest = 0;
+    for (let i = 0; i < 20000; i++) {
+      kept.push({ length: text.toString('latin1').length, at: { i } });
+      if (kept.length > 200) kept.shift();
+      if (i % 100 === 0) largest = Math.max(largest, v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').physical_space_size);
+    }
+    await worker.terminate();
+    console.log(largest);
+  `;
+  const largestYoung = (start: string) => Number(execFileSync(process.execPath, ['--input-type=module', '-e', script(start)], { encoding: 'utf8' }).trim());
+
+  it('keeps a flag set at run time after a worker thread starts, which Node resets to its default', () => {
+    const plain = largestYoung('new Worker');
+    const kept = largestYoung('startWorker');
+    // Node puts the growth factor back to 2 while the worker starts: the young generation grows.
+    expect(plain).toBeGreaterThanOrEqual(2 * kept);
+    expect(kept).toBeLessThanOrEqual(4.5e6);
+  });
+});

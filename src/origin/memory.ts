@@ -6,6 +6,7 @@
  * it little time and keep both its idle and its busy memory lower. For a process that runs
  * an origin, not for one that only embeds it (tests): called before the origin's modules load.
  */
+import v8 from 'node:v8';
 import vm from 'node:vm';
 import { setV8Flag } from '../core/v8-flags.js';
 import { onReceivedBytes } from './received-bytes.js';
@@ -35,8 +36,8 @@ export class BodyCollector {
 
   constructor(
     private readonly gc: Gc,
-    /** Bytes held by ArrayBuffers, live or not yet collected. */
-    private readonly bufferBytes: () => number = () => process.memoryUsage().arrayBuffers,
+    /** Bytes held outside V8's heap (buffers, live or not yet collected); cheaper to read than process.memoryUsage(). */
+    private readonly bufferBytes: () => number = () => v8.getHeapStatistics().external_memory,
   ) {}
 
   add(bytes: number): void {

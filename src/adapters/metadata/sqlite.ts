@@ -11,8 +11,36 @@ export async function openSqliteStore(path: string): Promise<KyselyMetadataStore
   sqlite.pragma('synchronous = FULL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: keepingStatements(sqlite) }) });
   const store = new KyselyMetadataStore(db, 'sqlite');
   await store.migrate();
   return store;
+}
+
+/** Prepared statements kept, by their SQL: a few hundred distinct queries cover the service. */
+const KEPT_STATEMENTS = 500;
+
+/**
+ * The database as Kysely's SQLite dialect uses it, with each statement prepared once: Kysely
+ * prepares every query it runs, and preparing costs more than running a small query.
+ */
+export function keepingStatements(sqlite: BetterSqlite3.Database): { close(): void; prepare(sql: string): BetterSqlite3.Statement } {
+  const kept = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql) {
+      let statement = kept.get(sql);
+      // One still being iterated cannot run again meanwhile: that query gets a statement of its own.
+      if (statement?.busy) return sqlite.prepare(sql);
+      if (statement) {
+        // Most recently used last: the first is the one to drop.
+        kept.delete(sql);
+      } else {
+        statement = sqlite.prepare(sql);
+        if (kept.size >= KEPT_STATEMENTS) kept.delete(kept.keys().next().value!);
+      }
+      kept.set(sql, statement);
+      return statement;
+    },
+  };
 }

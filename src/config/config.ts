@@ -74,7 +74,7 @@ export const SETTINGS = [
   ['COFFER_RATE_LIMIT', 'requests per second per client address (default 1000)'],
   ['COFFER_LOG_LEVEL', 'info, warn, error or debug (default info)'],
   ['COFFER_EDGE_ACCESS_LOG', "an edge's access log: a file path or stdout, one JSON line per request (default: none)"],
-  ['COFFER_VARIANT_CONCURRENCY', 'image transforms an edge runs at once (default 2; at most UV_THREADPOOL_SIZE − 2)'],
+  ['COFFER_VARIANT_CONCURRENCY', 'image transforms an edge runs at once (default 2), in a helper process at a lower priority'],
   ['COFFER_VARIANT_MAX_PIXELS', 'largest source image, width × height, an edge makes variants of (default 67108864, 8192 × 8192)'],
   ['COFFER_METRICS_TOKEN', 'when set, GET /metrics on origins and edges asks for it as a Bearer token (default: open)'],
   ['COFFER_WEBHOOK_ALLOW_PRIVATE', '1 lets webhook receivers be on loopback and private addresses (default 0)'],

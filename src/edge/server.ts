@@ -348,7 +348,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
 
   const usage = new UsageMeter(originConn, () => ({ authorization: `Bearer ${token}` }), opts.usageIntervalMs ?? 10_000, (err) => log.warn({ err }, 'reporting usage failed'));
   const accessLog = config.edgeAccessLog ? AccessLog.open(config.edgeAccessLog) : null;
-  const maker = new VariantMaker(cache, variantOptions(config, log));
+  const maker = new VariantMaker(cache, variantOptions(config));
   const metrics = edgeMetrics({ cache, state, follower, variants: maker, token: config.metricsToken, onAnswered: [usage.answered, ...(accessLog ? [accessLog.answered] : [])] });
   const readVariantOf = variantReader();
   const serveVariant = variantResponder({
@@ -439,6 +439,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
         });
         await usage.close();
         await accessLog?.close();
+        await maker.close();
         agent.destroy();
         recheckAgent.destroy();
       })();

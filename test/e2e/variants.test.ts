@@ -2,14 +2,16 @@
  * Contract §13 at one edge: every variant parameter and every error, the cache and the
  * coalescing of variants, EXIF orientation and metadata, and a decompression bomb.
  */
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { startEdge, type RunningEdge } from '../../src/edge/server.js';
+import { HELPER_NICE } from '../../src/edge/variants/transform-pool.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
 import { pngBomb, solidImage } from '../helpers/images.js';
@@ -43,7 +45,10 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  const helper = edge?.variants.helper.pid;
   await edge?.close();
+  // The helper goes with its edge.
+  if (helper) expect(() => process.kill(helper, 0)).toThrow();
   await o?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
@@ -224,12 +229,37 @@ describe('errors', () => {
   });
 
   test('a decompression bomb is refused from its header, without the memory it claims', async () => {
-    const before = process.memoryUsage().rss;
+    // Transforms run in the edge's helper process: its high-water mark is what a decode would raise.
+    expect((await get(ids.png!, 'w=12')).status).toBe(200);
+    const helper = edge.variants.helper.pid!;
+    const highWater = () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${helper}/status`, 'utf8'))![1]) * 1024;
+    const before = highWater();
     const res = await get(ids.bomb!, 'w=100');
     expectError(res, 422, 'image_too_large');
-    // 20,000² pixels decode to 400 MB; refused before decoding, the edge grew by far less.
-    expect(process.memoryUsage().rss - before).toBeLessThan(100 * 1024 * 1024);
+    // 20,000² pixels decode to 400 MB; refused before decoding, the helper grew by far less.
+    expect(highWater() - before).toBeLessThan(100 * 1024 * 1024);
+    expect(edge.variants.helper.pid).toBe(helper);
     expect((await get(ids.png!, 'w=11')).status).toBe(200);
+  });
+
+  test('transforms run in a helper process at a lower priority than the edge', () => {
+    const helper = edge.variants.helper.pid!;
+    expect(helper).not.toBe(process.pid);
+    // Field 19 of /proc/<pid>/stat is the niceness (after the command, which is in parentheses).
+    const nice = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+    expect(nice(helper)).toBe(nice(process.pid) + HELPER_NICE);
+  });
+
+  test('a helper that dies mid-transform costs those requests a 503, and the next variant starts a new one', async () => {
+    const first = edge.variants.helper.pid!;
+    const pending = get(ids.png!, 'w=13');
+    process.kill(first, 'SIGKILL');
+    const res = await pending;
+    // Killed before or after it answered: either way the request got a contract answer.
+    if (res.status !== 200) expectError(res, 503, 'edge_unavailable');
+    await vi.waitFor(() => expect(edge.variants.helper.pid).not.toBe(first));
+    expect((await get(ids.png!, 'w=14')).status).toBe(200);
+    expect(edge.variants.helper.pid).not.toBe(first);
   });
 
   test('the delivery rules come first: an unknown file is 404 whatever its parameters', async () => {

@@ -9,7 +9,8 @@ import type { OutputFormat, VariantParams } from '../../core/variants.js';
 import { MEMORY_FILE_LIMIT, type CachedBytes, type CachedVariant, type EdgeCache } from '../cache.js';
 import type { EdgeFile } from '../state.js';
 import { Limiter } from './limiter.js';
-import { VariantError, transform } from './transform.js';
+import { VariantError } from './transform.js';
+import { TransformProcess } from './transform-pool.js';
 
 export interface VariantOptions {
   /** Transforms at once on this edge. */
@@ -27,8 +28,16 @@ export class VariantMaker {
   made = 0;
   failed = 0;
 
+  /** Where the transforms run. */
+  readonly helper: TransformProcess;
+
   constructor(private readonly cache: EdgeCache, readonly options: VariantOptions) {
     this.limiter = new Limiter(options.concurrency, options.maxQueued);
+    this.helper = new TransformProcess(options.concurrency + 1);
+  }
+
+  close(): Promise<void> {
+    return this.helper.close();
   }
 
   get active(): number {
@@ -51,7 +60,7 @@ export class VariantMaker {
     return this.making.run(id, () => this.limiter.run(async () => {
       let bytes: Buffer;
       try {
-        bytes = await transform(source, params, out, this.options.maxPixels);
+        bytes = await this.helper.transform(source, params, out, this.options.maxPixels);
       } catch (err) {
         this.failed++;
         // The source evicted while this waited for its turn is no fault of the image.

@@ -1,0 +1,25 @@
+/**
+ * The process an edge makes its image variants in (transform-pool.ts). Its threads, libvips'
+ * among them, run at a lower priority than the edge's, so deliveries keep their latency while
+ * variants are made; and an image that crashes libvips takes this process down, not the edge.
+ */
+import { VariantError, transform } from './transform.js';
+import type { TransformReply, TransformRequest } from './transform-pool.js';
+
+function reply(message: TransformReply): void {
+  // The edge may have gone; nothing is left to answer then.
+  if (process.connected) process.send!(message);
+}
+
+process.on('message', (request: TransformRequest) => {
+  const input = request.memory ? { memory: Buffer.from(request.memory.buffer, request.memory.byteOffset, request.memory.byteLength) } : { path: request.path };
+  transform(input, request.params, request.out, request.maxPixels).then(
+    (bytes) => reply({ id: request.id, bytes }),
+    (err: unknown) => {
+      const e = err instanceof VariantError ? err : new VariantError(422, 'invalid_image', 'The image could not be decoded.');
+      reply({ id: request.id, error: { status: e.status, code: e.code, message: e.message } });
+    },
+  );
+});
+// The edge stopped or died: so does its helper.
+process.on('disconnect', () => process.exit(0));

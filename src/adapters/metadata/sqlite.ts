@@ -19,6 +19,20 @@ export async function openSqliteStore(path: string): Promise<KyselyMetadataStore
 
 /** Prepared statements kept, by their SQL: a few hundred distinct queries cover the service. */
 const KEPT_STATEMENTS = 500;
+/**
+ * Statements binding more parameters than this are not kept: their SQL varies with the data
+ * (an `in` list of 1 to 500 ids, several rows inserted at once), so each is seldom asked for
+ * again, and each holds some hundred kilobytes (a `delete … where id in` of 500 ids with its
+ * foreign-key checks): kept, the deletes and listings of folders of every size held about
+ * 90 MB. The service's fixed queries bind fewer.
+ */
+export const KEPT_MAX_PARAMETERS = 32;
+
+function parameterCount(sql: string): number {
+  let n = 0;
+  for (let i = sql.indexOf('?'); i >= 0; i = sql.indexOf('?', i + 1)) n++;
+  return n;
+}
 
 /**
  * The database as Kysely's SQLite dialect uses it, with each statement prepared once: Kysely
@@ -37,6 +51,7 @@ export function keepingStatements(sqlite: BetterSqlite3.Database): { close(): vo
         kept.delete(sql);
       } else {
         statement = sqlite.prepare(sql);
+        if (parameterCount(sql) > KEPT_MAX_PARAMETERS) return statement;
         if (kept.size >= KEPT_STATEMENTS) kept.delete(kept.keys().next().value!);
       }
       kept.set(sql, statement);

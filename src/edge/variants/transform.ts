@@ -21,7 +21,7 @@ export interface TransformInput {
 }
 
 /** A transform that runs longer than this is given up (libvips checks it between tiles). */
-const TIMEOUT_SECONDS = 60;
+export const TIMEOUT_SECONDS = 60;
 
 type SharpFactory = (input?: string | Buffer, options?: SharpOptions) => Sharp;
 let loaded: Promise<SharpFactory> | null = null;
@@ -32,6 +32,12 @@ export function loadSharp(): Promise<SharpFactory> {
     const sharp = m.default;
     // libvips' operation cache would keep decoded images alive between requests.
     sharp.cache(false);
+    // Only the six source formats of contract §13 are decoded, whatever the bytes claim to be:
+    // an SVG stored as image/png read from its cache path could pull in a sibling file of the
+    // cache (librsvg resolves references next to the file), and the other loaders (PPM, FITS,
+    // the vips format, ...) are attack surface no variant needs.
+    sharp.block({ operation: ['VipsForeignLoad'] });
+    sharp.unblock({ operation: ['VipsForeignLoadJpeg', 'VipsForeignLoadPng', 'VipsForeignLoadWebp', 'VipsForeignLoadHeif', 'VipsForeignLoadNsgif', 'VipsForeignLoadTiff'] });
     return sharp as unknown as SharpFactory;
   });
   return loaded;

@@ -183,7 +183,9 @@ describe('grid and list', () => {
     // at its delivery URL, the Private one's through a ~300 s signed link that signs the variant.
     const pub = item(page, 'sunset.png').locator('img');
     await expect.poll(() => pub.getAttribute('src')).toBe(`${files.image!.delivery_url}?w=320&format=auto`);
-    await expect.poll(() => pub.evaluate((i: HTMLImageElement) => i.complete && i.naturalWidth)).toBeGreaterThan(0);
+    // The first variant at this edge starts its transform process (run through tsx here).
+    const FIRST_VARIANT = { timeout: 30_000 };
+    await expect.poll(() => pub.evaluate((i: HTMLImageElement) => i.complete && i.naturalWidth), FIRST_VARIANT).toBeGreaterThan(0);
     const priv = item(page, 'secret-photo.png').locator('img');
     await expect.poll(() => priv.getAttribute('src')).toContain('X-Sig=');
     const signed = new URL((await priv.getAttribute('src'))!);
@@ -192,7 +194,7 @@ describe('grid and list', () => {
     const ttl = Number(signed.searchParams.get('X-Expires')) - Date.now() / 1000;
     expect(ttl).toBeGreaterThan(200);
     expect(ttl).toBeLessThanOrEqual(301);
-    await expect.poll(() => priv.evaluate((i: HTMLImageElement) => i.complete && i.naturalWidth)).toBeGreaterThan(0);
+    await expect.poll(() => priv.evaluate((i: HTMLImageElement) => i.complete && i.naturalWidth), FIRST_VARIANT).toBeGreaterThan(0);
 
     // A file named like markup is text: no element made from it, no script run.
     const xss = item(page, XSS_NAME);

@@ -25,19 +25,34 @@ afterAll(async () => {
   await storage?.cleanup();
 });
 
-/** The bytes from `from`, in pieces; calls `kill` once `killAfter` of them have been handed over. */
-async function* sending(bytes: Buffer, from: number, killAfter: number, kill: () => void, sent: { n: number }): AsyncGenerator<Buffer> {
+/**
+ * The bytes from `from`, in pieces; calls `kill` once `killAfter` of them have been handed over
+ * (and `beforeKill` has settled).
+ */
+async function* sending(
+  bytes: Buffer, from: number, killAfter: number, kill: () => void, sent: { n: number }, beforeKill?: () => Promise<void>,
+): AsyncGenerator<Buffer> {
   for (let i = from; i < bytes.length; i += PIECE) {
     const piece = bytes.subarray(i, Math.min(bytes.length, i + PIECE));
     yield piece;
     sent.n += piece.length;
     if (sent.n >= killAfter) {
+      await beforeKill?.();
       kill();
       return;
     }
     // A little slower than the wire, so the kill lands with bytes in flight.
     await sleep(2);
   }
+}
+
+/** Polls HEAD until the upload's offset reaches `least`. */
+async function untilOffset(c: () => ReturnType<typeof tusClient>, location: string, least: number): Promise<void> {
+  for (let i = 0; i < 1200; i++) {
+    if (offsetOf(await c().head(location)) >= least) return;
+    await sleep(50);
+  }
+  throw new Error(`the offset did not reach ${least} within 60 s`);
 }
 
 describe('tus PATCH crash safety', () => {
@@ -57,7 +72,10 @@ describe('tus PATCH crash safety', () => {
       const killAfter = randomInt(round === 1 ? 12 * MiB : 1, Math.max(round === 1 ? 12 * MiB + 1 : 2, Math.floor(remaining / 2)));
       const sent = { n: 0 };
       const proc = origin.proc;
-      const answer = await c().patch(location, offset, sending(bytes, offset, killAfter, () => proc.child.kill('SIGKILL'), sent))
+      // The first kill waits until the origin has recorded a part: bytes handed over may still
+      // sit in socket buffers, and a part's fsync can take seconds on a busy disk.
+      const recorded = round === 1 ? () => untilOffset(c, location, 1) : undefined;
+      const answer = await c().patch(location, offset, sending(bytes, offset, killAfter, () => proc.child.kill('SIGKILL'), sent, recorded))
         .then((a) => `answered ${a.status}`, (err: Error) => `failed: ${err.message}`);
       await proc.exited;
       origin = await storage.start(`origin #${round}`, port);

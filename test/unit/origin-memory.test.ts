@@ -106,3 +106,29 @@ describe('V8 flags and worker threads', () => {
     expect(kept).toBeLessThanOrEqual(4.5e6);
   });
 });
+
+describe('scavenges on the origin thread alone', () => {
+  // Every scavenge's share done by helper threads, as V8's own trace reports it, in a process
+  // that makes young objects which survive (work a helper would take), with or without the
+  // origin's flags.
+  const helperShares = (flags: boolean): number[] => {
+    const script = `
+      ${flags ? `const { keepYoungGenerationSmall } = await import(${JSON.stringify(`${DIST}/origin/memory.js`)}); keepYoungGenerationSmall();` : ''}
+      const kept = [];
+      for (let i = 0; i < 2e6; i++) {
+        kept.push({ i, s: 'x' + i });
+        if (kept.length > 200000) kept.length = 0;
+      }
+    `;
+    const out = execFileSync(process.execPath, ['--trace-gc-nvp', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    return out.split('\n').filter((l) => l.includes('gc=s ')).map((l) => Number(/background\.scavenge\.parallel=([\d.]+)/.exec(l)?.[1] ?? NaN));
+  };
+
+  it('does not hand scavenges to helper threads', () => {
+    const withFlags = helperShares(true);
+    expect(withFlags.length).toBeGreaterThan(5);
+    expect(withFlags.every((ms) => ms === 0)).toBe(true);
+    // The same work in a process left at V8's defaults: helpers take part.
+    expect(helperShares(false).some((ms) => ms > 0)).toBe(true);
+  });
+});

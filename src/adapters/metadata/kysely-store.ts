@@ -4,7 +4,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { Migrator, sql } from './kysely.js';
 import type {
-  BlobToDelete, EdgeAck, GrantRows, KeyRows, S3Rows, TusRows, UsageRows, WebhookRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, SortField, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
+  BlobToDelete, EdgeAck, GrantRows, KeyRows, S3Rows, TusRows, UsageRows, WebhookRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
 } from '../../core/ports.js';
 import { KeyedQueue } from '../../core/coalesce.js';
 import { MAX_FOLDER_DEPTH } from '../../core/upload.js';
@@ -14,46 +14,12 @@ import { KyselyWebhookRows } from './webhook-rows.js';
 import { KyselyUsageRows } from './usage-rows.js';
 import { KyselyTusRows } from './tus-rows.js';
 import { KyselyS3Rows } from './s3-rows.js';
+import { KyselyEdgeLeaseRows, inKeyOrder, mergeAcks } from './edge-lease-rows.js';
+import { pageQuery } from './page-query.js';
+import { batches, fileRow, folderRow, partRow, sessionRow } from './stored-rows.js';
 import type { Database } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
-
-const NUMERIC_FILE_FIELDS = ['size', 'created_at', 'updated_at', 'completed_at', 'upload_expires_at', 'links_revoked_at'] as const;
-
-/** PostgreSQL answers bigint as text; the records want numbers. */
-function fileRow(row: StoredFile): StoredFile {
-  for (const f of NUMERIC_FILE_FIELDS) if (row[f] !== null && typeof row[f] !== 'number') (row as any)[f] = Number(row[f]);
-  return row;
-}
-function folderRow(row: StoredFolder): StoredFolder {
-  row.created_at = Number(row.created_at);
-  row.updated_at = Number(row.updated_at);
-  return row;
-}
-function sessionRow(row: StoredSession): StoredSession {
-  row.created_at = Number(row.created_at);
-  row.expires_at = Number(row.expires_at);
-  return row;
-}
-function edgeLeaseRow(row: EdgeLease): EdgeLease {
-  return {
-    edge_id: row.edge_id, origin_id: row.origin_id, acked_seq: Number(row.acked_seq), heard_at: Number(row.heard_at),
-    live_until: Number(row.live_until), state: row.state, version: Number(row.version),
-  };
-}
-function partRow(row: StoredPart): StoredPart {
-  row.size = Number(row.size);
-  row.updated_at = Number(row.updated_at);
-  return row;
-}
-
-// Kysely takes at most this many bound values comfortably on both engines.
-const IN_BATCH = 500;
-function batches<T>(items: T[]): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += IN_BATCH) out.push(items.slice(i, i + IN_BATCH));
-  return out;
-}
 
 /** Advisory lock keys (PostgreSQL): one for the event log, one for the folder tree. */
 const EVENTS_LOCK = 7262951;
@@ -254,50 +220,24 @@ export class KyselyTx implements MetadataTx {
   }
 
   /** For KyselyMetadataStore.recordEdgeAcks: one row per edge, in key order. */
-  async upsertEdgeAcks(acks: EdgeAck[]): Promise<EdgeLease[]> {
-    const rows = await this.db.insertInto('edge_leases')
-      .values(acks.map((a) => ({ ...a, state: 'behind' as const, version: 1 })))
-      .onConflict((oc) => oc.column('edge_id').doUpdateSet({
-        origin_id: sql`excluded.origin_id`,
-        acked_seq: sql`case when excluded.acked_seq > edge_leases.acked_seq then excluded.acked_seq else edge_leases.acked_seq end`,
-        heard_at: sql`excluded.heard_at`,
-        live_until: sql`case when excluded.live_until > edge_leases.live_until then excluded.live_until else edge_leases.live_until end`,
-        // Quiet for a lease, or answered without: it catches up before it holds a lease again.
-        state: sql`case when edge_leases.state = 'lapsed' or edge_leases.live_until <= excluded.heard_at then 'behind' else edge_leases.state end`,
-        version: sql`edge_leases.version + 1`,
-      }))
-      .returningAll()
-      .execute();
-    // Wakes origins waiting on these edges (origin/event-wake.ts).
-    if (this.dialect === 'postgres') await sql`select pg_notify('coffer_edge_acks', '')`.execute(this.db);
-    return rows.map(edgeLeaseRow);
+  upsertEdgeAcks(acks: EdgeAck[]): Promise<EdgeLease[]> {
+    return new KyselyEdgeLeaseRows(this.db, this.dialect).upsert(acks);
   }
 
   /** For KyselyMetadataStore.markEdgesLapsed: compare-and-set on each row's version. */
-  async markEdgesLapsed(edges: Array<{ edge_id: string; version: number }>): Promise<string[]> {
-    const marked: string[] = [];
-    for (const e of edges) {
-      const result = await this.db.updateTable('edge_leases').set({ state: 'lapsed', version: sql`version + 1` })
-        .where('edge_id', '=', e.edge_id).where('version', '=', e.version).executeTakeFirst();
-      if (Number(result.numUpdatedRows) > 0) marked.push(e.edge_id);
-    }
-    return marked;
+  markEdgesLapsed(edges: Array<{ edge_id: string; version: number }>): Promise<string[]> {
+    return new KyselyEdgeLeaseRows(this.db, this.dialect).markLapsed(edges);
   }
-}
-
-type SortColumn = 'name_key' | 'created_at' | 'updated_at' | 'size';
-
-/** The column a sort reads; folders have no size and sort by name then. */
-function sortColumn(table: 'files' | 'folders', sort: SortField): SortColumn {
-  if (sort === 'name' || (table === 'folders' && sort === 'size')) return 'name_key';
-  return sort;
 }
 
 export class KyselyMetadataStore implements MetadataStore {
   readonly read: MetadataTx;
 
+  private readonly leases: KyselyEdgeLeaseRows;
+
   constructor(protected readonly db: Kysely<Database>, readonly dialect: 'sqlite' | 'postgres') {
     this.read = new KyselyTx(db, dialect);
+    this.leases = new KyselyEdgeLeaseRows(db, dialect);
   }
 
   async migrate(): Promise<void> {
@@ -367,35 +307,18 @@ export class KyselyMetadataStore implements MetadataStore {
     return async () => {};
   }
 
-  private page<T extends 'files' | 'folders'>(table: T, q: PageQuery, column: SortColumn) {
-    const parentCol = table === 'files' ? 'folder_id' : 'parent_id';
-    let query = this.db.selectFrom(table as 'files').selectAll();
-    query = q.parentId === null ? query.where(parentCol as 'folder_id', 'is', null) : query.where(parentCol as 'folder_id', '=', q.parentId);
-    if (table === 'files') query = query.where('status', '=', 'ready');
-    if (q.nameContains !== undefined && q.nameContains !== '') {
-      const pattern = `%${q.nameContains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-      query = query.where(sql<boolean>`name_key like ${pattern} escape '\\'`);
-    }
-    const col = column as 'name_key';
-    if (q.after) {
-      const op = q.order === 'asc' ? '>' : '<';
-      query = query.where((eb) => eb(eb.refTuple(col, 'id'), op, eb.tuple(q.after!.value as string, q.after!.id)));
-    }
-    return query.orderBy(col, q.order).orderBy('id', q.order).limit(q.limit);
-  }
-
   /** The SQL and parameters of one page exactly as listFolders/listFiles run it (for query-plan checks). */
   compilePage(table: 'files' | 'folders', q: PageQuery): { sql: string; parameters: readonly unknown[] } {
-    return this.page(table, q, sortColumn(table, q.sort)).compile();
+    return pageQuery(this.db, table, q).compile();
   }
 
   async listFolders(q: PageQuery): Promise<StoredFolder[]> {
-    const rows = await this.page('folders', q, sortColumn('folders', q.sort)).execute();
+    const rows = await pageQuery(this.db, 'folders', q).execute();
     return (rows as unknown as StoredFolder[]).map(folderRow);
   }
 
   async listFiles(q: PageQuery): Promise<StoredFile[]> {
-    const rows = await this.page('files', q, sortColumn('files', q.sort)).execute();
+    const rows = await pageQuery(this.db, 'files', q).execute();
     return rows.map(fileRow);
   }
 
@@ -449,39 +372,27 @@ export class KyselyMetadataStore implements MetadataStore {
   // ---- the edges' shared lease table (origin/edge-hub.ts) ----------------------------
 
   async recordEdgeAcks(acks: EdgeAck[]): Promise<EdgeLease[]> {
-    // An upsert may touch a row once; key order keeps origins writing the same rows from deadlocking.
-    const byEdge = new Map<string, EdgeAck>();
-    for (const a of acks) {
-      const had = byEdge.get(a.edge_id);
-      byEdge.set(a.edge_id, had ? {
-        ...a, acked_seq: Math.max(had.acked_seq, a.acked_seq), heard_at: Math.max(had.heard_at, a.heard_at), live_until: Math.max(had.live_until, a.live_until),
-      } : a);
-    }
-    const rows = [...byEdge.values()].sort((x, y) => (x.edge_id < y.edge_id ? -1 : x.edge_id > y.edge_id ? 1 : 0));
+    const rows = mergeAcks(acks);
     if (rows.length === 0) return [];
     // Losing the last of these to a power cut is harmless: every origin's edges drop their leases with it.
     return this.transaction((tx) => (tx as KyselyTx).upsertEdgeAcks(rows), { durable: false });
   }
 
-  async edgeLeases(): Promise<EdgeLease[]> {
-    return (await this.db.selectFrom('edge_leases').selectAll().execute()).map(edgeLeaseRow);
+  edgeLeases(): Promise<EdgeLease[]> {
+    return this.leases.all();
   }
 
   async markEdgesLapsed(edges: Array<{ edge_id: string; version: number }>): Promise<string[]> {
     if (edges.length === 0) return [];
-    const sorted = [...edges].sort((x, y) => (x.edge_id < y.edge_id ? -1 : x.edge_id > y.edge_id ? 1 : 0));
-    return this.transaction(async (tx) => (tx as KyselyTx).markEdgesLapsed(sorted));
+    return this.transaction(async (tx) => (tx as KyselyTx).markEdgesLapsed(inKeyOrder(edges)));
   }
 
-  async markEdgeCaughtUp(edgeId: string, version: number): Promise<boolean> {
-    const result = await this.db.updateTable('edge_leases').set({ state: 'caught_up', version: sql`version + 1` })
-      .where('edge_id', '=', edgeId).where('version', '=', version).where('state', '=', 'behind').executeTakeFirst();
-    return Number(result.numUpdatedRows) > 0;
+  markEdgeCaughtUp(edgeId: string, version: number): Promise<boolean> {
+    return this.leases.markCaughtUp(edgeId, version);
   }
 
-  async pruneEdgeLeases(before: number): Promise<number> {
-    const result = await this.db.deleteFrom('edge_leases').where('live_until', '<', before).executeTakeFirst();
-    return Number(result.numDeletedRows);
+  pruneEdgeLeases(before: number): Promise<number> {
+    return this.leases.prune(before);
   }
 
   async close(): Promise<void> {

@@ -25,14 +25,15 @@ import { AccessLog } from './access-log.js';
 import { VariantMaker } from './variants/maker.js';
 import { variantReader, variantResponder } from './variants/serve.js';
 import { variantOptions } from './variants/options.js';
+import { InFlightResponses, type InFlight } from './in-flight.js';
+import { relay, streamFile } from './send.js';
+import { Prefetcher } from './prefetch.js';
 
 /** The route label of a request: a fixed set, never a file id. */
 const routeOf = (target: string | undefined): string => {
   const url = target === undefined ? '' : originForm(target);
   return url.startsWith('/files/') ? '/files/:id' : url === '/healthz' || url === '/metrics' ? url : 'other';
 };
-import { InFlightResponses, type InFlight } from './in-flight.js';
-import { relay, streamFile } from './send.js';
 
 export interface RunningEdge {
   url: string;
@@ -91,25 +92,9 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
   await cache.open();
 
   // Completion events prefetch the bytes, a few at a time.
-  const queue: EdgeFile[] = [];
-  /** Files whose completion asked for a prefetch that has not started yet. */
-  const queued = new Set<string>();
-  let warming = 0;
   const isCurrent = (file: EdgeFile) => state.files.get(file.file_id)?.sha256 === file.sha256;
-  const pump = () => {
-    while (warming < PREWARM_CONCURRENCY && queue.length > 0) {
-      const file = queue.shift()!;
-      queued.delete(file.file_id);
-      if (!isCurrent(file)) continue;
-      warming++;
-      cache.ensure(file, () => isCurrent(file))
-        .catch((err) => log.warn({ err, file_id: file.file_id }, 'prefetch failed'))
-        .finally(() => {
-          warming--;
-          pump();
-        });
-    }
-  };
+  const prefetch = new Prefetcher(PREWARM_CONCURRENCY, (file, stillCurrent) => cache.ensure(file, stillCurrent), isCurrent,
+    (err, file) => log.warn({ err, file_id: file.file_id }, 'prefetch failed'));
   // Responses under way stop as soon as their file may no longer be served to them.
   const responses = new InFlightResponses({
     local: (e) => {
@@ -125,11 +110,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     },
   });
   const state: EdgeState = new EdgeState({
-    fileReady: (file) => {
-      queue.push(file);
-      queued.add(file.file_id);
-      pump();
-    },
+    fileReady: (file) => prefetch.add(file),
     fileGone: (id) => cache.drop(id),
     changed: () => responses.narrowed(),
   });
@@ -335,7 +316,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
   async function fill(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, miss: Miss): Promise<'done' | 'changed'> {
     const f = miss.file;
     // A prefetch under way or queued was asked for by the completion, not by this request.
-    const xcache = cache.fetching(f.file_id) || queued.has(f.file_id) ? 'HIT' : 'MISS';
+    const xcache = cache.fetching(f.file_id) || prefetch.waiting(f.file_id) ? 'HIT' : 'MISS';
     const bytes = await cache.ensure(f, () => !follower.serving() || isCurrent(f));
     if (!bytes) return passThrough(req, res, entry, miss);
     // The file may have been deleted, switched or changed while its bytes were on their way.

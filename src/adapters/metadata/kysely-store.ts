@@ -32,9 +32,11 @@ export class KyselyTx implements MetadataTx {
   readonly usage: UsageRows;
   readonly tus: TusRows;
   readonly s3: S3Rows;
+  private readonly leases: KyselyEdgeLeaseRows;
 
   constructor(private readonly db: Db, private readonly dialect: 'sqlite' | 'postgres') {
     this.s3 = new KyselyS3Rows(db, dialect, fileRow, folderRow);
+    this.leases = new KyselyEdgeLeaseRows(db, dialect);
     this.keys = new KyselyKeyRows(db);
     this.grants = new KyselyGrantRows(db);
     this.webhooks = new KyselyWebhookRows(db, dialect);
@@ -221,12 +223,12 @@ export class KyselyTx implements MetadataTx {
 
   /** For KyselyMetadataStore.recordEdgeAcks: one row per edge, in key order. */
   upsertEdgeAcks(acks: EdgeAck[]): Promise<EdgeLease[]> {
-    return new KyselyEdgeLeaseRows(this.db, this.dialect).upsert(acks);
+    return this.leases.upsert(acks);
   }
 
   /** For KyselyMetadataStore.markEdgesLapsed: compare-and-set on each row's version. */
   markEdgesLapsed(edges: Array<{ edge_id: string; version: number }>): Promise<string[]> {
-    return new KyselyEdgeLeaseRows(this.db, this.dialect).markLapsed(edges);
+    return this.leases.markLapsed(edges);
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * The process an edge makes its image variants in (transform-pool.ts). Its threads, libvips'
- * among them, run at a lower priority than the edge's, so deliveries keep their latency while
- * variants are made; and an image that crashes libvips takes this process down, not the edge.
+ * among them, run at a lower priority than the edge's, so the edge's event loop gets a core
+ * first while variants are made; and an image that crashes libvips takes this process down,
+ * not the edge.
  */
 import { readdirSync } from 'node:fs';
 import os from 'node:os';

@@ -115,6 +115,11 @@ describe('parameters', () => {
       ['image/avif;q=0,image/webp', 'image/webp', 'jpeg'],
       ['*/*', 'image/jpeg', 'jpeg'],
       [undefined, 'image/png', 'png'],
+      // The same headers again, for the other source: the edge remembers verdicts per source.
+      ['*/*', 'image/png', 'png'],
+      [undefined, 'image/jpeg', 'jpeg'],
+      ['image/webp,*/*;q=0.8', 'image/webp', 'png'],
+      ['image/avif,image/webp,*/*', 'image/avif', 'jpeg'],
     ];
     for (const [accept, type, source] of cases) {
       const res = await get(ids[source]!, 'w=10&format=auto', accept ? { accept } : {});

@@ -37,7 +37,40 @@ export interface VariantDeps {
 /** A file whose content changes while its variant is made is looked up again this often. */
 const ATTEMPTS = 3;
 
-export type VariantAsked = { params: VariantParams } | { problem: VariantProblem };
+export type VariantAsked = { params: VariantParams; keys?: Map<OutputFormat, string> } | { problem: VariantProblem };
+
+type Source = NonNullable<ReturnType<typeof sourceFormat>>;
+
+/** Few content types and Accept headers come by again and again; their verdicts are kept. */
+const MEMO_ENTRIES = 512;
+const MEMO_TEXT = 512;
+const sources = new Map<string, Source | null>();
+const autoFormats = new Map<string, OutputFormat>();
+
+function remember<V>(memo: Map<string, V>, text: string, value: V): V {
+  if (text.length > MEMO_TEXT) return value;
+  if (memo.size >= MEMO_ENTRIES) memo.clear();
+  memo.set(text, value);
+  return value;
+}
+
+function sourceOf(contentType: string): Source | null {
+  const known = sources.get(contentType);
+  return known !== undefined ? known : remember(sources, contentType, sourceFormat(contentType));
+}
+
+/** The format written and the cache key of the variant `asked` for, from `source` and the Accept header. */
+function target(asked: { params: VariantParams; keys?: Map<OutputFormat, string> }, source: Source, accept: string | undefined): { out: OutputFormat; key: string } {
+  let out: OutputFormat;
+  if (asked.params.format === 'auto') {
+    const text = `${source} ${accept ?? ''}`;
+    out = autoFormats.get(text) ?? remember(autoFormats, text, outputFormat(asked.params, source, accept));
+  } else out = outputFormat(asked.params, source, accept);
+  const keys = (asked.keys ??= new Map());
+  let key = keys.get(out);
+  if (key === undefined) keys.set(out, (key = variantKey(asked.params, out)));
+  return { out, key };
+}
 
 /**
  * Reads the variant a query asks for (null: none), remembering the last queries read:
@@ -123,8 +156,21 @@ export function variantResponder(d: VariantDeps) {
     streamFile(v.path!, start, end, res, d.track(entry)).catch(() => res.destroy());
   }
 
-  /** Answers a variant request whose first judgement is `judged`. */
-  return async function serveVariant(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: VariantJudgement, asked: VariantAsked): Promise<void> {
+  /** Answers a variant already kept here at once, without a wait; false when it is not. */
+  function hitNow(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: VariantJudgement, asked: VariantAsked): boolean {
+    if (judged === 'unavailable' || 'error' in judged || 'problem' in asked) return false;
+    const source = sourceOf(judged.file.content_type);
+    if (!source) return false;
+    const { out, key } = target(asked, source, req.headers.accept);
+    const kept = d.cache.lookupVariant(judged.file, key);
+    if (!kept) return false;
+    entry.sha256 = judged.file.sha256;
+    send(req, res, entry, judged.file, judged.decision, out, asked.params.format === 'auto', kept, 'HIT');
+    return true;
+  }
+
+  /** Answers a variant request that waits: for the source, for the transform, for the origin's word. */
+  async function make(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: VariantJudgement, asked: VariantAsked): Promise<void> {
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       if (d.refused(res, judged)) return;
       const { file, decision } = judged as Exclude<VariantJudgement, 'unavailable' | { error: unknown }>;
@@ -132,14 +178,13 @@ export function variantResponder(d: VariantDeps) {
         d.sendError(res, 400, 'invalid_variant', asked.problem.message, [], { field: asked.problem.field });
         return;
       }
-      const source = sourceFormat(file.content_type);
+      const source = sourceOf(file.content_type);
       if (!source) {
         d.sendError(res, 400, 'not_an_image', 'Variants are made of JPEG, PNG, WebP, AVIF, GIF and TIFF images only; this file is none of them.');
         return;
       }
       const params = asked.params;
-      const out = outputFormat(params, source, req.headers.accept);
-      const key = variantKey(params, out);
+      const { out, key } = target(asked, source, req.headers.accept);
       entry.sha256 = file.sha256;
       const kept = d.cache.lookupVariant(file, key);
       if (kept) return send(req, res, entry, file, decision, out, params.format === 'auto', kept, 'HIT');
@@ -174,5 +219,11 @@ export function variantResponder(d: VariantDeps) {
       return send(req, res, entry, now.file, now.decision, out, params.format === 'auto', made, joined ? 'HIT' : 'MISS');
     }
     d.sendError(res, 503, 'edge_unavailable', 'The image changed while this edge made its variant; try again.', ['Retry-After', '1']);
+  }
+
+  /** Answers a variant request whose first judgement is `judged`. */
+  return function serveVariant(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: VariantJudgement, asked: VariantAsked): void | Promise<void> {
+    if (hitNow(req, res, entry, judged, asked)) return;
+    return make(req, res, entry, judged, asked);
   };
 }

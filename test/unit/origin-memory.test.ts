@@ -132,3 +132,30 @@ describe('scavenges on the origin thread alone', () => {
     expect(helperShares(false).some((ms) => ms > 0)).toBe(true);
   });
 });
+
+describe('marks on the origin thread alone', () => {
+  // The kilobytes V8's incremental marking reports as marked by helper threads at each step,
+  // in a process whose old generation fills up (so marking starts by itself), with or without
+  // the origin's flags; and how many marking cycles started.
+  const helperMarking = (flags: boolean): { cycles: number; kb: number[] } => {
+    const script = `
+      ${flags ? `const { keepYoungGenerationSmall } = await import(${JSON.stringify(`${DIST}/origin/memory.js`)}); keepYoungGenerationSmall();` : ''}
+      const ring = new Array(300000);
+      for (let i = 0; i < 3e6; i++) ring[i % ring.length] = { i, b: [i], s: 'x' + i };
+    `;
+    const out = execFileSync(process.execPath, ['--trace-incremental-marking', '--input-type=module', '-e', script], { encoding: 'utf8', maxBuffer: 64 << 20 });
+    const lines = out.split('\n');
+    return {
+      cycles: lines.filter((l) => l.includes('[IncrementalMarking] Start marking')).length,
+      kb: lines.map((l) => /Marked (\d+)KB on background threads/.exec(l)).filter((m) => m !== null).map((m) => Number(m[1])),
+    };
+  };
+
+  it('leaves no marking to helper threads between collections', () => {
+    const withFlags = helperMarking(true);
+    expect(withFlags.cycles).toBeGreaterThan(0);
+    expect(withFlags.kb.filter((kb) => kb > 0)).toEqual([]);
+    // The same work in a process left at V8's defaults: helpers mark while it runs.
+    expect(helperMarking(false).kb.some((kb) => kb > 0)).toBe(true);
+  });
+});

@@ -147,7 +147,9 @@ describe('marks on the origin thread alone', () => {
     const lines = out.split('\n');
     return {
       cycles: lines.filter((l) => l.includes('[IncrementalMarking] Start marking')).length,
-      kb: lines.map((l) => /Marked (\d+)KB on background threads/.exec(l)).filter((m) => m !== null).map((m) => Number(m[1])),
+      // V8 11 (Node 20) prints "Marked NKB on background threads"; V8 12 and later print each
+      // step's schedule, "(mutator: NKB, concurrent NKB)".
+      kb: lines.map((l) => /Marked (\d+)KB on background threads|concurrent (\d+)KB\)/.exec(l)).filter((m) => m !== null).map((m) => Number(m[1] ?? m[2])),
     };
   };
 

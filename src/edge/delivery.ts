@@ -45,11 +45,23 @@ const notFound: Decision = { kind: 'error', status: 404, code: 'not_found', mess
  * Expiry is still checked on every request. Queries that carry no signature at all (a
  * Public image's `?w=320&format=auto`) are remembered too: their verdict is the text's.
  */
+/**
+ * Queries longer than this are read anew each time, never remembered: a signed link with
+ * every variant parameter is under 200 characters, and remembering 16 KB queries would let
+ * a client pin 160 MB in each table of 10,000.
+ */
+export const REMEMBERED_QUERY_CHARS = 512;
+
 export class LinkChecker {
   private readonly good = new Map<string, { expires: number; download: boolean; issuedMs: number }>();
   private readonly unsigned = new Map<string, LinkCheck>();
 
   constructor(private readonly secrets: readonly string[], private readonly hmac: HmacSha256, private readonly capacity = 10_000) {}
+
+  /** Queries remembered (tests). */
+  get size(): number {
+    return this.good.size + this.unsigned.size;
+  }
 
   check(path: string, query: string, nowSeconds: number): LinkCheck {
     const key = `${path}?${query}`;
@@ -61,6 +73,7 @@ export class LinkChecker {
     const plain = this.unsigned.get(query);
     if (plain) return plain;
     const result = verifyLink(path, query, this.secrets, nowSeconds, this.hmac);
+    if (query.length > REMEMBERED_QUERY_CHARS) return result;
     if (result.kind === 'valid') {
       if (this.good.size >= this.capacity) this.good.delete(this.good.keys().next().value!);
       this.good.set(key, { expires: result.expires, download: result.download, issuedMs: result.issuedMs });

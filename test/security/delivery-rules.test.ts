@@ -5,6 +5,7 @@ import { LINK_CLOCK_SKEW_SECONDS, MAX_EXPIRY_SECONDS, signPath, verifyLink, stri
 import { nodeHmac } from '../../src/core/hmac-node.js';
 import { bytesToBase64Url } from '../../src/core/ids.js';
 import type { EdgeFile } from '../../src/edge/state.js';
+import { variantReader } from '../../src/edge/variants/serve.js';
 
 const secret = 'test-secret';
 const path = '/files/abc123';
@@ -87,5 +88,35 @@ describe('how a type is shown', () => {
     expect(decide(file, 'Private', path, '', links, now)).toMatchObject({ kind: 'error', code: 'signature_required' });
     expect(decide(file, 'Public', path, forge(now + 10 * 86_400), links, now)).toMatchObject({ kind: 'error', code: 'invalid_signature' });
     expect(decide(file, 'Private', path, forge(now + 60), links, now)).toMatchObject({ kind: 'serve', signed: true });
+  });
+});
+
+describe('remembered queries', () => {
+  // A client sending distinct 16 KB queries must not pin memory in the edge's tables.
+  const long = `pad=${'a'.repeat(600)}`;
+  /** A good link whose query is long: the padding is signed with the rest. */
+  const longSigned = (expires: number): string => {
+    const pairs: Array<[string, string]> = [['X-Expires', String(expires)], ['pad', 'a'.repeat(600)]];
+    return `X-Expires=${expires}&${long}&X-Sig=${bytesToBase64Url(nodeHmac(secret, stringToSign(path, pairs)))}`;
+  };
+
+  test('the link checker remembers short queries only', () => {
+    const links = new LinkChecker([secret], nodeHmac);
+    expect(links.check(path, 'w=320&format=auto', now).kind).toBe('unsigned');
+    expect(links.check(path, forge(now + 60), now).kind).toBe('valid');
+    expect(links.size).toBe(2);
+    expect(links.check(path, long, now).kind).toBe('unsigned');
+    expect(links.check(path, longSigned(now + 60), now).kind).toBe('valid');
+    expect(links.size).toBe(2);
+    // Not remembered, still judged every time.
+    expect(links.check(path, longSigned(now - 1), now).kind).toBe('expired');
+  });
+
+  test('the variant reader remembers short queries only', () => {
+    const read = variantReader();
+    expect(read('w=320&format=auto')).toBe(read('w=320&format=auto'));
+    const first = read(`w=320&${long}`);
+    expect(first).toEqual(read(`w=320&${long}`));
+    expect(first).not.toBe(read(`w=320&${long}`));
   });
 });

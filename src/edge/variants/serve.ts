@@ -7,7 +7,7 @@ import type http from 'node:http';
 import { parseQuery } from '../../core/signing.js';
 import { OUTPUT_TYPES, outputFormat, readVariant, sourceFormat, variantKey, variantName, type OutputFormat, type VariantParams, type VariantProblem } from '../../core/variants.js';
 import type { CachedBytes, CachedVariant, EdgeCache } from '../cache.js';
-import { contentDisposition, notModified, parseRange, type Decision } from '../delivery.js';
+import { REMEMBERED_QUERY_CHARS, contentDisposition, notModified, parseRange, type Decision } from '../delivery.js';
 import type { InFlight } from '../in-flight.js';
 import type { EdgeMetrics } from '../metrics.js';
 import { streamFile, type Gate } from '../send.js';
@@ -82,6 +82,7 @@ export function variantReader(capacity = 10_000): (query: string) => VariantAske
     let asked = known.get(query);
     if (asked !== undefined) return asked;
     asked = readVariant(parseQuery(query) ?? []);
+    if (query.length > REMEMBERED_QUERY_CHARS) return asked;
     if (known.size >= capacity) known.delete(known.keys().next().value!);
     known.set(query, asked);
     return asked;

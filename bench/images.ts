@@ -13,7 +13,6 @@
 //            p99 while plain busy loops (one per core, at the transforms' niceness) run for
 //            as long as the storm did: what any background work costs deliveries here
 
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
@@ -127,10 +126,11 @@ async function wrk(url: string, seconds: number, edgePid: number): Promise<{ rat
  * CPU work that is not Coffer's, to show what any background work costs deliveries here.
  */
 async function burnCores(seconds: number): Promise<void> {
-  const loops = os.cpus().map(() => spawn(process.execPath, ["-e", "for (;;);"], { stdio: "ignore" }));
+  // Children of the benchmark's own kind: killed with it, even by its watchdog.
+  const loops = await Promise.all(os.cpus().map((_, i) => Child.spawn({ name: `busy loop ${i + 1}`, command: process.execPath, args: ["-e", "for (;;);"] })));
   for (const loop of loops) {
     try {
-      os.setPriority(loop.pid!, os.constants.priority.PRIORITY_BELOW_NORMAL);
+      os.setPriority(loop.pid, os.constants.priority.PRIORITY_BELOW_NORMAL);
     } catch {
       // Not permitted: the loop runs at this process's priority, a harsher floor.
     }
@@ -138,13 +138,7 @@ async function burnCores(seconds: number): Promise<void> {
   try {
     await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   } finally {
-    await Promise.all(loops.map((loop) => new Promise<void>((resolve) => {
-      if (loop.exitCode !== null || loop.signalCode !== null) resolve();
-      else {
-        loop.once("exit", () => resolve());
-        loop.kill("SIGKILL");
-      }
-    })));
+    await stopAll(loops, 0);
   }
 }
 

@@ -1,6 +1,7 @@
 /**
- * An edge in this process that follows a test origin and writes its access log
- * (COFFER_EDGE_ACCESS_LOG) to a file in a temporary directory, which `close` removes.
+ * Edges in this process that follow a test origin: `startTestEdge` with its cache in a
+ * temporary directory, and `startLoggingEdge`, which also writes its access log
+ * (COFFER_EDGE_ACCESS_LOG) there. `close` stops the edge and removes the directory.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,25 +11,34 @@ import { loadConfig } from '../../src/config/config.js';
 import { startEdge, type RunningEdge } from '../../src/edge/server.js';
 import type { TestOrigin } from './origin.js';
 
-export interface LoggingEdge {
+export interface TestEdge {
   edge: RunningEdge;
-  logPath: string;
+  /** The edge's data directory. */
+  dir: string;
   close(): Promise<void>;
 }
 
-export async function startLoggingEdge(o: TestOrigin): Promise<LoggingEdge> {
-  const dir = await mkdtemp(join(tmpdir(), 'coffer-logging-edge-'));
-  const logPath = join(dir, 'access.log');
+export async function startTestEdge(o: TestOrigin, env: (dir: string) => Record<string, string> = () => ({})): Promise<TestEdge> {
+  const dir = await mkdtemp(join(tmpdir(), 'coffer-test-edge-'));
   const config = loadConfig({}, {
     COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
-    COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0], COFFER_EDGE_ACCESS_LOG: logPath,
+    COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0], ...env(dir),
   });
   const edge = await startEdge(config, o.url, { cacheDir: dir, logStream: new Writable({ write(_c, _e, cb) { cb(); } }) });
   return {
-    edge, logPath,
+    edge, dir,
     async close() {
       await edge.close();
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+export interface LoggingEdge extends TestEdge {
+  logPath: string;
+}
+
+export async function startLoggingEdge(o: TestOrigin): Promise<LoggingEdge> {
+  const running = await startTestEdge(o, (dir) => ({ COFFER_EDGE_ACCESS_LOG: join(dir, 'access.log') }));
+  return { ...running, logPath: join(running.dir, 'access.log') };
 }

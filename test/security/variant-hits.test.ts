@@ -9,44 +9,35 @@
  *   length (around and over the 512-character memo limit), casing, q=0 or duplicated headers;
  * - odd query spellings; and the memos stay bounded under endless distinct Accepts and types.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadConfig } from '../../src/config/config.js';
 import { nodeHmac } from '../../src/core/hmac-node.js';
 import { signPath } from '../../src/core/signing.js';
 import { outputFormat, readVariant, type VariantParams } from '../../src/core/variants.js';
-import { startEdge, type RunningEdge } from '../../src/edge/server.js';
+import type { RunningEdge } from '../../src/edge/server.js';
 import { variantResponder, type VariantDeps } from '../../src/edge/variants/serve.js';
 import { expectError } from '../helpers/api.js';
+import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { solidImage } from '../helpers/images.js';
 
 let o: TestOrigin;
+let running: TestEdge;
 let edge: RunningEdge;
-let dir: string;
 
 beforeAll(async () => {
   o = await startTestOrigin();
-  dir = await mkdtemp(join(tmpdir(), 'coffer-variant-hits-'));
-  const config = loadConfig({}, {
-    COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
-    COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0],
-  });
-  edge = await startEdge(config, o.url, { cacheDir: dir, logStream: new Writable({ write(_c, _e, cb) { cb(); } }) });
+  running = await startTestEdge(o);
+  edge = running.edge;
 });
 
 afterAll(async () => {
-  await edge?.close();
+  await running?.close();
   await o?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 const upload = async (format: 'png' | 'jpeg', visibility: 'Public' | 'Private') =>

@@ -316,8 +316,15 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
   async function fill(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, miss: Miss): Promise<'done' | 'changed'> {
     const f = miss.file;
     // A prefetch under way or queued was asked for by the completion, not by this request.
-    const xcache = cache.fetching(f.file_id) || prefetch.waiting(f.file_id) ? 'HIT' : 'MISS';
-    const bytes = await cache.ensure(f, () => !follower.serving() || isCurrent(f));
+    const joined = cache.fetching(f.file_id);
+    const xcache = joined || prefetch.waiting(f.file_id) ? 'HIT' : 'MISS';
+    const stillWanted = () => !follower.serving() || isCurrent(f);
+    // A fetch this request only joined (a prefetch, another request's) failed: it gets one of its own.
+    const bytes = await cache.ensure(f, stillWanted).catch((err: unknown) => {
+      if (!joined) throw err;
+      log.warn({ err, file_id: f.file_id }, 'a joined fetch failed; fetching again');
+      return cache.ensure(f, stillWanted);
+    });
     if (!bytes) return passThrough(req, res, entry, miss);
     // The file may have been deleted, switched or changed while its bytes were on their way.
     const again = await judge(entry);

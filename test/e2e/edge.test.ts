@@ -120,8 +120,13 @@ async function signedPath(fileId: string, fileType: string, expiry?: number): Pr
 }
 
 /** Runs `fn` at every edge at once. */
+/** Runs a check at every edge; a failing one carries that edge's recent log lines. */
 function atEvery<T>(fn: (e: Edge) => Promise<T>, list: Edge[] = edges): Promise<T[]> {
-  return Promise.all(list.map(fn));
+  return Promise.all(list.map((e) => fn(e).catch((err: unknown) => {
+    const log = e.proc.stdout().trim().split('\n').slice(-8).join('\n');
+    if (err instanceof Error && log) err.message += `\n${e.name}'s last log lines:\n${log}`;
+    throw err;
+  })));
 }
 
 // ---------------------------------------------------------------- expectations

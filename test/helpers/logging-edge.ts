@@ -18,13 +18,14 @@ export interface TestEdge {
   close(): Promise<void>;
 }
 
-export async function startTestEdge(o: TestOrigin, env: (dir: string) => Record<string, string> = () => ({})): Promise<TestEdge> {
+/** `originUrl` reaches the origin another way (say, through a test/helpers/tcp-proxy.ts proxy). */
+export async function startTestEdge(o: TestOrigin, env: (dir: string) => Record<string, string> = () => ({}), originUrl = o.url): Promise<TestEdge> {
   const dir = await mkdtemp(join(tmpdir(), 'coffer-test-edge-'));
   const config = loadConfig({}, {
     COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
     COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0], ...env(dir),
   });
-  const edge = await startEdge(config, o.url, { cacheDir: dir, logStream: new Writable({ write(_c, _e, cb) { cb(); } }) });
+  const edge = await startEdge(config, originUrl, { cacheDir: dir, logStream: new Writable({ write(_c, _e, cb) { cb(); } }) });
   return {
     edge, dir,
     async close() {

@@ -4,6 +4,8 @@
  * kernel's buffers fill and then the peers' writes stall, as when packets are dropped);
  * connections opened during the freeze are accepted and held, unforwarded. `thaw()`
  * forwards everything held, in order, and carries on. `cut()` resets every open connection.
+ * `intercept(pattern)` holds the next connection whose first bytes match until the test
+ * resets it, to fail one chosen request (say, one edge's fetch of one file) at a chosen moment.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
@@ -14,6 +16,7 @@ export class TcpProxy {
   private frozenNow = false;
   /** Connections accepted so far. */
   connections = 0;
+  private interceptions: Array<{ pattern: RegExp; held: (client: Socket) => void }> = [];
 
   private constructor(private readonly server: Server, readonly port: number) {}
 
@@ -59,14 +62,57 @@ export class TcpProxy {
       if (client.destroyed) return;
       upstream = connect(port, host);
       this.track(upstream);
-      upstream.on('data', (d: Buffer) => this.act(() => { if (!client.destroyed) client.write(d); }));
-      upstream.once('end', () => this.act(() => client.end()));
-      upstream.once('close', () => this.act(() => client.destroy()));
+      this.forward(upstream, () => client);
     });
-    client.on('data', (d: Buffer) => this.act(() => { if (upstream && !upstream.destroyed) upstream.write(d); }));
-    client.once('end', () => this.act(() => upstream?.end()));
-    client.once('close', () => this.act(() => upstream?.destroy()));
+    let first = true;
+    let held = false;
+    // The first bytes decide whether an interception holds this connection.
+    const pass = (d: Buffer): boolean => {
+      if (first) {
+        first = false;
+        const at = this.interceptions.findIndex((i) => i.pattern.test(d.toString('latin1')));
+        if (at >= 0) {
+          held = true;
+          client.pause();
+          this.interceptions.splice(at, 1)[0]!.held(client);
+        }
+      }
+      return !held;
+    };
+    this.forward(client, () => upstream, pass);
     if (!this.frozenNow) client.resume();
+  }
+
+  /**
+   * Holds the next connection whose first bytes match `pattern`, forwarding nothing of it.
+   * `held` resolves once one is; `reset()` then resets it.
+   */
+  intercept(pattern: RegExp): { held: Promise<void>; reset(): void } {
+    let socket: Socket | null = null;
+    const held = new Promise<void>((resolve) => {
+      this.interceptions.push({ pattern, held: (client) => { socket = client; resolve(); } });
+    });
+    return { held, reset: () => (socket as Socket | null)?.resetAndDestroy() };
+  }
+
+  /**
+   * Forwards what `from` sends. An orderly end is passed on as an end, so what is still
+   * buffered for the other side reaches it first; a close without one, as a reset.
+   */
+  private forward(from: Socket, to: () => Socket | null, pass: (d: Buffer) => boolean = () => true): void {
+    let ended = false;
+    from.on('data', (d: Buffer) => pass(d) && this.act(() => {
+      const peer = to();
+      if (peer && !peer.destroyed) peer.write(d);
+    }));
+    from.once('end', () => {
+      ended = true;
+      this.act(() => to()?.end());
+    });
+    from.once('close', () => this.act(() => {
+      const peer = to();
+      if (!ended && peer && !peer.destroyed) peer.resetAndDestroy();
+    }));
   }
 
   /** Closes every connection open now, abruptly (both ends see it reset); new ones are accepted as before. */

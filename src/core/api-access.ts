@@ -1,5 +1,6 @@
 /** The shapes of contract §10: keys, upload grants and link revocation, as JSON schemas. */
-import { Type, type Static, type TSchema } from 'typebox';
+import type { Static, TSchema } from 'typebox';
+import { Type } from './schema.js';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const strict = { additionalProperties: false } as const;

@@ -1,5 +1,6 @@
 /** The shapes of usage (contract §11): per-file totals on file/get and bytes served per day. */
-import { Type, type Static, type TSchema } from 'typebox';
+import type { Static, TSchema } from 'typebox';
+import { Type } from './schema.js';
 import { FileRecord } from './api.js';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);

@@ -4,7 +4,8 @@
  * Request schemas state types only: the rules with their own error codes are checked by
  * the service, after the lookups, in the order contract §2 sets.
  */
-import { Type, type Static, type TSchema } from 'typebox';
+import type { Static, TSchema } from 'typebox';
+import { Type } from './schema.js';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const Id = (description: string) => Type.String({ description });

@@ -5,7 +5,7 @@
  * file share one fetch from the origin.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, statfs, unlink, writeFile } from 'node:fs/promises';
 import { Coalescer } from '../core/coalesce.js';
 import type { ChunkConsumer } from './blob-fetch.js';
 import { join } from 'node:path';
@@ -41,6 +41,17 @@ export const MEMORY_FILE_LIMIT = 1 << 20;
 /** Fetches under way at once; a miss beyond them is passed through instead of cached. */
 export const MAX_FILLS = 16;
 const WRITE_BATCH = 1 << 20;
+const GIB = 1024 ** 3;
+
+/** COFFER_EDGE_CACHE_BYTES when unset: a quarter of the free space, within sensible bounds. */
+export async function defaultCapacity(dir: string): Promise<number> {
+  try {
+    const s = await statfs(dir);
+    return Math.max(256 * 1024 ** 2, Math.min(64 * GIB, Math.floor((s.bavail * s.bsize) / 4)));
+  } catch {
+    return 10 * GIB;
+  }
+}
 
 export class EdgeCache {
   private readonly disk = new Map<string, DiskEntry>();

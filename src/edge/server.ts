@@ -4,7 +4,7 @@
  * request with the origin, or answering 503, while it does not.
  */
 import http from 'node:http';
-import { statfs, writeFile, rename as renameFile, mkdir } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { Config } from '../config/config.js';
@@ -12,9 +12,9 @@ import { ConfigError } from '../config/config.js';
 import { MISSING_EDGE_TOKEN } from '../config/credentials.js';
 import { nodeHmac } from '../core/hmac-node.js';
 import type { Visibility } from '../core/records.js';
-import { EdgeCache, type BlobSource, type CachedBytes } from './cache.js';
+import { EdgeCache, defaultCapacity, type BlobSource, type CachedBytes } from './cache.js';
 import { fetchBlobRaw } from './blob-fetch.js';
-import { LinkChecker, contentDisposition, decide, isActiveContent, notModified, sendableType, originForm, parseRange, parseTarget, type ByteRange, type Decision } from './delivery.js';
+import { LinkChecker, decide, notModified, originForm, parseRange, parseTarget, type ByteRange, type Decision } from './delivery.js';
 import { FeedFollower } from './follower.js';
 import { originClient } from './origin-client.js';
 import { EdgeState, type EdgeFile, type EdgeFolder } from './state.js';
@@ -28,6 +28,8 @@ import { variantOptions } from './variants/options.js';
 import { InFlightResponses, type InFlight } from './in-flight.js';
 import { relay, streamFile } from './send.js';
 import { Prefetcher } from './prefetch.js';
+import { AnswerHeaders, sendError } from './answer-headers.js';
+import { saveSeqEvery } from './state-file.js';
 
 /** The route label of a request: a fixed set, never a file id. */
 const routeOf = (target: string | undefined): string => {
@@ -51,22 +53,6 @@ export interface RunningEdge {
 const PREWARM_CONCURRENCY = 4;
 /** A file whose content changed while its bytes were fetched is looked up again this often. */
 const ATTEMPTS = 3;
-const GIB = 1024 ** 3;
-
-async function defaultCapacity(dir: string): Promise<number> {
-  try {
-    const s = await statfs(dir);
-    // A quarter of the free space, within sensible bounds.
-    return Math.max(256 * 1024 ** 2, Math.min(64 * GIB, Math.floor((s.bavail * s.bsize) / 4)));
-  } catch {
-    return 10 * GIB;
-  }
-}
-
-function errorBody(code: string, message: string, details: Record<string, unknown> = {}): string {
-  return JSON.stringify({ error: { code, message, details } });
-}
-
 export async function startEdge(config: Config, originUrl: string, opts: { cacheDir?: string; logStream?: NodeJS.WritableStream; usageIntervalMs?: number } = {}): Promise<RunningEdge> {
   if (config.signingSecrets.length === 0) {
     throw new ConfigError('An edge needs COFFER_SIGNING_SECRET (the same list as the origin) to check signed links.');
@@ -122,63 +108,11 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
   // Bytes kept from an earlier run stay only if their file is still current.
   cache.retain(state.files);
 
-  // The last applied sequence, for operators and the next start.
-  let savedSeq = -1;
-  const stateFile = join(dir, 'edge-state.json');
-  const saver = setInterval(() => {
-    if (state.seq === savedSeq) return;
-    const seq = state.seq;
-    const tmp = `${stateFile}.tmp`;
-    writeFile(tmp, JSON.stringify({ origin, seq }) + '\n').then(() => renameFile(tmp, stateFile)).then(() => {
-      savedSeq = seq;
-    }, () => {});
-  }, 1000);
-  saver.unref();
+  const saver = saveSeqEvery(1000, join(dir, 'edge-state.json'), origin, state);
 
   const links = new LinkChecker(secrets, nodeHmac);
   const publicCache = config.publicMaxAge !== undefined ? `public, max-age=${config.publicMaxAge}` : 'public, no-cache';
-  const headerCache = new WeakMap<EdgeFile, Map<string, string[]>>();
-
-  function baseHeaders(file: EdgeFile, signed: boolean, download: boolean): string[] {
-    const key = `${signed ? 1 : 0}${download ? 1 : 0}`;
-    let byVariant = headerCache.get(file);
-    const cached = byVariant?.get(key);
-    if (cached) return cached;
-    const active = isActiveContent(file.content_type);
-    const headers = [
-      'Content-Type', sendableType(file.content_type),
-      'ETag', `"${file.sha256}"`,
-      'Last-Modified', new Date(file.completed_at).toUTCString(),
-      'Accept-Ranges', 'bytes',
-      'X-Content-Type-Options', 'nosniff',
-      'Content-Disposition', contentDisposition(file.name, download || active),
-      'Cache-Control', signed ? 'private, no-store' : publicCache,
-    ];
-    if (active) headers.push('Content-Security-Policy', "sandbox; default-src 'none'");
-    if (!byVariant) {
-      byVariant = new Map();
-      headerCache.set(file, byVariant);
-    }
-    byVariant.set(key, headers);
-    return headers;
-  }
-
-  // The complete header list of the commonest answer, built once per file and variant.
-  const hitHeaders = new WeakMap<string[], string[]>();
-  function fullHitHeaders(headers: string[], size: number): string[] {
-    let full = hitHeaders.get(headers);
-    if (!full) {
-      full = [...headers, 'Content-Length', String(size), 'X-Cache', 'HIT'];
-      hitHeaders.set(headers, full);
-    }
-    return full;
-  }
-
-  function sendError(res: http.ServerResponse, status: number, code: string, message: string, extra: string[] = [], details?: Record<string, unknown>): void {
-    const body = errorBody(code, message, details);
-    res.writeHead(status, ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body)), 'Cache-Control', 'no-store', 'X-Content-Type-Options', 'nosniff', ...extra]);
-    res.end(body);
-  }
+  const answerHeaders = new AnswerHeaders(publicCache);
 
   // After a failed re-check, requests are refused at once for a moment instead of each waiting.
   let originDownUntil = 0;
@@ -234,7 +168,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       const length = range.end - range.start + 1;
       res.writeHead(206, [...headers, 'Content-Range', `bytes ${range.start}-${range.end}/${file.size}`, 'Content-Length', String(length), 'X-Cache', xcache]);
     } else if (xcache === 'HIT') {
-      res.writeHead(200, fullHitHeaders(headers, file.size));
+      res.writeHead(200, answerHeaders.hit(headers, file.size));
     } else {
       res.writeHead(200, [...headers, 'Content-Length', String(file.size), 'X-Cache', xcache]);
     }
@@ -292,7 +226,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     if (refused(res, judged)) return null;
     const f = judged.file;
     entry.sha256 = f.sha256;
-    const headers = baseHeaders(f, judged.decision.signed, judged.decision.download);
+    const headers = answerHeaders.base(f, judged.decision.signed, judged.decision.download);
     const etag = `"${f.sha256}"`;
     if (notModified(req.headers['if-none-match'], req.headers['if-modified-since'], etag, f.completed_at)) {
       res.writeHead(304, ['ETag', etag, 'Last-Modified', new Date(f.completed_at).toUTCString(), 'Cache-Control', judged.decision.signed ? 'private, no-store' : publicCache]);
@@ -419,7 +353,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     reportUsage: () => usage.flush(),
     close() {
       closing ??= (async () => {
-        clearInterval(saver);
+        saver.stop();
         follower.stop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());

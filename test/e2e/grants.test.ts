@@ -4,15 +4,11 @@
  * its own uploads; the SDK uploads with one in place of a key. Revoking a file's links refuses
  * every earlier link at three edges before the call answers, while later links work.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadConfig } from '../../src/config/config.js';
-import { startEdge, type RunningEdge } from '../../src/edge/server.js';
+import type { RunningEdge } from '../../src/edge/server.js';
 import { CofferClient, signLink } from '../../src/sdk/index.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { expectError } from '../helpers/api.js';
 
 let o: TestOrigin;
@@ -99,24 +95,17 @@ describe('upload grants', () => {
 });
 
 describe('revoking a file\'s links', () => {
+  const running: TestEdge[] = [];
   const edges: RunningEdge[] = [];
-  const dirs: string[] = [];
-  const quiet = () => new Writable({ write(_c, _e, cb) { cb(); } });
 
   beforeAll(async () => {
     for (let i = 0; i < 3; i++) {
-      const dir = await mkdtemp(join(tmpdir(), 'coffer-revoke-edge-'));
-      dirs.push(dir);
-      const config = loadConfig({}, {
-        COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
-        COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0],
-      });
-      edges.push(await startEdge(config, o.url, { cacheDir: dir, logStream: quiet() }));
+      running.push(await startTestEdge(o));
+      edges.push(running.at(-1)!.edge);
     }
   });
   afterAll(async () => {
-    await Promise.all(edges.map((e) => e.close()));
-    await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+    await Promise.all(running.map((e) => e.close()));
   });
 
   const at = async (edge: RunningEdge, link: string) => {
@@ -163,14 +152,8 @@ describe('revoking a file\'s links', () => {
     const file = await uploadBytes(o, Buffer.from('kept'), { name: 'k.txt', visibility: 'Private', file_type: 'document' });
     const made = (await o.post('/collections/create-link', { file_id: file.file_id, file_type: 'document' })).body.presigned_url;
     await o.post('/collections/file/revoke-links', { file_id: file.file_id });
-    const dir = await mkdtemp(join(tmpdir(), 'coffer-revoke-edge-'));
-    dirs.push(dir);
-    const config = loadConfig({}, {
-      COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
-      COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0],
-    });
-    const fresh = await startEdge(config, o.url, { cacheDir: dir, logStream: quiet() });
-    edges.push(fresh);
+    running.push(await startTestEdge(o));
+    const fresh = running.at(-1)!.edge;
     expect(await at(fresh, made)).toEqual({ status: 403, code: 'link_revoked' });
   });
 });

@@ -4,14 +4,10 @@
  * bounded sets (no file ids), and COFFER_METRICS_TOKEN guarding both when set.
  */
 import { createRequire } from 'node:module';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadConfig } from '../../src/config/config.js';
-import { startEdge, type RunningEdge } from '../../src/edge/server.js';
+import type { RunningEdge } from '../../src/edge/server.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 
 const require = createRequire(import.meta.url);
 const parsePrometheusTextFormat = require('parse-prometheus-text-format') as (text: string) => Array<{
@@ -38,25 +34,19 @@ function total(families: Families, name: string, labels: Record<string, string> 
     .reduce((sum, s) => sum + Number(s.value ?? s.count ?? s.buckets?.['+Inf'] ?? 0), 0);
 }
 
-const quiet = () => new Writable({ write(_c, _e, cb) { cb(); } });
 
 describe('metrics', () => {
   let o: TestOrigin;
+  let running: TestEdge;
   let edge: RunningEdge;
-  let dir: string;
   beforeAll(async () => {
     o = await startTestOrigin();
-    dir = await mkdtemp(join(tmpdir(), 'coffer-metrics-edge-'));
-    const config = loadConfig({}, {
-      COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
-      COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0],
-    });
-    edge = await startEdge(config, o.url, { cacheDir: dir, logStream: quiet() });
+    running = await startTestEdge(o);
+    edge = running.edge;
   });
   afterAll(async () => {
-    await edge?.close();
+    await running?.close();
     await o?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   test('the origin counts requests by route and status, parts, open uploads, edges\' lag and change waits', async () => {
@@ -115,12 +105,8 @@ describe('metrics', () => {
 describe('COFFER_METRICS_TOKEN', () => {
   test('guards /metrics on the origin and the edge when set', async () => {
     const o = await startTestOrigin({ COFFER_METRICS_TOKEN: 'scrape-me' });
-    const dir = await mkdtemp(join(tmpdir(), 'coffer-metrics-edge-'));
-    const config = loadConfig({}, {
-      COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
-      COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0], COFFER_METRICS_TOKEN: 'scrape-me',
-    });
-    const edge = await startEdge(config, o.url, { cacheDir: dir, logStream: quiet() });
+    const running = await startTestEdge(o, () => ({ COFFER_METRICS_TOKEN: 'scrape-me' }));
+    const edge = running.edge;
     try {
       for (const url of [o.url, edge.url]) {
         expect((await fetch(`${url}/metrics`)).status).toBe(401);
@@ -128,9 +114,8 @@ describe('COFFER_METRICS_TOKEN', () => {
         expect((await scrape(url, 'scrape-me')).has('coffer_http_requests_total')).toBe(true);
       }
     } finally {
-      await edge.close();
+      await running.close();
       await o.close();
-      await rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -5,44 +5,33 @@
  * HIT once its PUT answered.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   CompleteMultipartUploadCommand, CopyObjectCommand, CreateBucketCommand, CreateMultipartUploadCommand, DeleteObjectCommand, DeleteObjectsCommand,
   PutObjectCommand, UploadPartCommand, type S3Client,
 } from '@aws-sdk/client-s3';
-import { loadConfig } from '../../src/config/config.js';
-import { startEdge, type RunningEdge } from '../../src/edge/server.js';
+import type { RunningEdge } from '../../src/edge/server.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
+import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { filesIn, folderAt, makeKey, s3Client } from '../helpers/s3-api.js';
 
 let o: TestOrigin;
 let s3: S3Client;
+const running: TestEdge[] = [];
 const edges: RunningEdge[] = [];
-const dirs: string[] = [];
-const quiet = () => new Writable({ write(_c, _e, cb) { cb(); } });
 
 beforeAll(async () => {
   o = await startTestOrigin({ COFFER_LOG_LEVEL: 'warn' });
   s3 = s3Client(o.origin.s3Url, await makeKey(o)).client;
   for (let i = 0; i < 3; i++) {
-    const dir = await mkdtemp(join(tmpdir(), 'coffer-s3-edge-'));
-    dirs.push(dir);
-    const config = loadConfig({}, {
-      COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
-      COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0],
-    });
-    edges.push(await startEdge(config, o.url, { cacheDir: dir, logStream: quiet() }));
+    running.push(await startTestEdge(o));
+    edges.push(running.at(-1)!.edge);
   }
 });
 afterAll(async () => {
   s3?.destroy();
-  await Promise.all(edges.map((e) => e.close()));
+  await Promise.all(running.map((e) => e.close()));
   await o?.close();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
 /** What each edge answers for a file's delivery URL: status, X-Cache, and the body or the error code. */

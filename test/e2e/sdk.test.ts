@@ -10,16 +10,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   CHUNK_SIZE, CofferClient, CofferError, Limiter, signLink,
   type ClientOptions, type FileRecord, type ResumeHandle, type RetryInfo, type UploadProgress,
 } from '../../src/sdk/index.js';
 import { fileFromPath } from '../../src/sdk/node.js';
-import { loadConfig } from '../../src/config/config.js';
-import { startEdge, type RunningEdge } from '../../src/edge/server.js';
+import type { RunningEdge } from '../../src/edge/server.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
+import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { startOldServer } from '../helpers/old-server.js';
 
 const CDN = 'http://cdn.test';
@@ -100,7 +99,6 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const quiet = () => new Writable({ write(_c, _e, cb) { cb(); } });
 
 // ---------------------------------------------------------------- the service
 
@@ -775,8 +773,8 @@ describe('signLink: links an edge accepts', () => {
   const SECRET_B = 'sdk-secret-b-' + randomBytes(6).toString('hex');
   const SECRETS = `${SECRET_A},${SECRET_B}`;
   let lo: TestOrigin;
+  let running: TestEdge;
   let edge: RunningEdge;
-  let edgeDir = '';
   let lc: CofferClient;
   let file: FileRecord;
   let other: FileRecord;
@@ -798,12 +796,8 @@ describe('signLink: links an edge accepts', () => {
 
   beforeAll(async () => {
     lo = await startTestOrigin({ COFFER_SIGNING_SECRET: SECRETS, COFFER_LOG_LEVEL: 'warn' });
-    edgeDir = await mkdtemp(join(tmpdir(), 'coffer-sdk-edge-'));
-    const config = loadConfig({}, {
-      COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: edgeDir, COFFER_SIGNING_SECRET: SECRETS, COFFER_LOG_LEVEL: 'warn',
-      COFFER_EDGE_TOKEN: lo.origin.credentials.edgeTokens[0],
-    });
-    edge = await startEdge(config, lo.url, { cacheDir: edgeDir, logStream: quiet() });
+    running = await startTestEdge(lo, () => ({ COFFER_SIGNING_SECRET: SECRETS }));
+    edge = running.edge;
     lc = new CofferClient({ url: lo.url, accessKey: lo.key, retry: FAST });
     [file, other] = await Promise.all([
       lc.uploadFile(bytes, { name: 'secret report.txt', visibility: 'Private' }),
@@ -811,9 +805,8 @@ describe('signLink: links an edge accepts', () => {
     ]);
   });
   afterAll(async () => {
-    await edge?.close();
+    await running?.close();
     await lo?.close();
-    if (edgeDir) await rm(edgeDir, { recursive: true, force: true });
   });
 
   it('a Private file is refused unsigned and served with a link signed from its delivery_url', async () => {

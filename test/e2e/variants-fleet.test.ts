@@ -2,40 +2,30 @@
  * Contract §13 across three edges: a file's variants are gone or unreachable at every edge
  * once its delete or its switch to Private has answered, and a signed link signs one variant.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadConfig } from '../../src/config/config.js';
-import { startEdge, type RunningEdge } from '../../src/edge/server.js';
+import type { RunningEdge } from '../../src/edge/server.js';
 import { signLink } from '../../src/sdk/index.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { expectError } from '../helpers/api.js';
 import { solidImage } from '../helpers/images.js';
 
 let o: TestOrigin;
+const running: TestEdge[] = [];
 const edges: RunningEdge[] = [];
-const dirs: string[] = [];
 
 beforeAll(async () => {
   o = await startTestOrigin();
   for (let i = 0; i < 3; i++) {
-    const dir = await mkdtemp(join(tmpdir(), `coffer-variants-fleet-${i}-`));
-    dirs.push(dir);
-    const config = loadConfig({}, {
-      COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
-      COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0],
-    });
-    edges.push(await startEdge(config, o.url, { cacheDir: dir, logStream: new Writable({ write(_c, _e, cb) { cb(); } }) }));
+    running.push(await startTestEdge(o));
+    edges.push(running.at(-1)!.edge);
   }
 });
 
 afterAll(async () => {
-  await Promise.all(edges.map((e) => e.close()));
+  await Promise.all(running.map((e) => e.close()));
   await o?.close();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
 async function get(edge: RunningEdge, pathAndQuery: string) {

@@ -3,32 +3,24 @@
  * coalescing of variants, EXIF orientation and metadata, and a decompression bomb.
  */
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
-import { loadConfig } from '../../src/config/config.js';
-import { startEdge, type RunningEdge } from '../../src/edge/server.js';
+import type { RunningEdge } from '../../src/edge/server.js';
 import { HELPER_NICE } from '../../src/edge/variants/transform-pool.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { expectError } from '../helpers/api.js';
 import { pngBomb, solidImage } from '../helpers/images.js';
 
 let o: TestOrigin;
+let running: TestEdge;
 let edge: RunningEdge;
-let dir: string;
 const ids: Record<string, string> = {};
 
 beforeAll(async () => {
   o = await startTestOrigin();
-  dir = await mkdtemp(join(tmpdir(), 'coffer-variants-edge-'));
-  const config = loadConfig({}, {
-    COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
-    COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0],
-  });
-  edge = await startEdge(config, o.url, { cacheDir: dir, logStream: new Writable({ write(_c, _e, cb) { cb(); } }) });
+  running = await startTestEdge(o);
+  edge = running.edge;
   const put = async (key: string, name: string, bytes: Buffer, content_type: string) => {
     ids[key] = (await uploadBytes(o, bytes, { name, file_type: key === 'text' ? 'document' : 'image', content_type })).file_id;
   };
@@ -46,11 +38,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   const helper = edge?.variants.helper.pid;
-  await edge?.close();
+  await running?.close();
   // The helper goes with its edge.
   if (helper) expect(() => process.kill(helper, 0)).toThrow();
   await o?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 async function get(id: string, query: string, headers: Record<string, string> = {}, method = 'GET') {

@@ -9,19 +9,14 @@
  */
 import http from 'node:http';
 import net from 'node:net';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/config.js';
-import { startEdge, type RunningEdge } from '../../src/edge/server.js';
+import type { RunningEdge } from '../../src/edge/server.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { startTestEdge } from '../helpers/logging-edge.js';
 
 const SIZE = 40 * 1024 * 1024;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-const quiet = () => new Writable({ write: (_c, _e, cb) => cb() });
 
 /**
  * An HTTP hop between an edge and its origin that can hold the bytes of files, and cut
@@ -173,17 +168,9 @@ describe('the edge decides again after each wait and before each chunk', () => {
   });
 
   async function edge(settings: Record<string, string> = {}): Promise<RunningEdge> {
-    const dir = await mkdtemp(join(tmpdir(), 'coffer-redecide-'));
-    const config = loadConfig({}, {
-      COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret,
-      COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0]!, COFFER_EDGE_LEASE_MS: '1000', COFFER_LOG_LEVEL: 'warn', ...settings,
-    });
-    const e = await startEdge(config, hop.url, { cacheDir: dir, logStream: quiet() });
-    cleanups.push(async () => {
-      await e.close();
-      await rm(dir, { recursive: true, force: true });
-    });
-    return e;
+    const running = await startTestEdge(o, () => ({ COFFER_EDGE_LEASE_MS: '1000', ...settings }), hop.url);
+    cleanups.push(() => running.close());
+    return running.edge;
   }
 
   const change = async (how: 'switch' | 'delete', fileId: string) => {

@@ -5,36 +5,27 @@
  * with a stray "%" refused, and parser errors answered outside the contract's shape.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadConfig } from '../../src/config/config.js';
-import { startEdge, type RunningEdge } from '../../src/edge/server.js';
+import type { RunningEdge } from '../../src/edge/server.js';
 import { limitConnectionsPerAddress } from '../../src/origin/request-timeouts.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { expectError } from '../helpers/api.js';
 
 const IDLE_MS = 1000;
 let o: TestOrigin;
+let running: TestEdge;
 let edge: RunningEdge;
-let dir: string;
 beforeAll(async () => {
   o = await startTestOrigin({ COFFER_IDLE_TIMEOUT_MS: String(IDLE_MS) });
-  dir = await mkdtemp(join(tmpdir(), 'coffer-attacks-edge-'));
-  const config = loadConfig({}, {
-    COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
-    COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0],
-  });
-  edge = await startEdge(config, o.url, { cacheDir: dir, logStream: new Writable({ write(_c, _e, cb) { cb(); } }) });
+  running = await startTestEdge(o);
+  edge = running.edge;
 });
 afterAll(async () => {
-  await edge?.close();
+  await running?.close();
   await o?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 /** Sends raw bytes; resolves with what came back once the server closes or `ms` pass. */

@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import BetterSqlite3 from '../../src/adapters/metadata/better-sqlite3.js';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nameKey } from '../../src/core/names.js';

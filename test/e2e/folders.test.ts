@@ -3,7 +3,7 @@
  */
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import BetterSqlite3 from 'better-sqlite3';
+import BetterSqlite3 from '../../src/adapters/metadata/better-sqlite3.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';

@@ -17,7 +17,7 @@ import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import BetterSqlite3 from '../../src/adapters/metadata/better-sqlite3.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnCoffer, type CofferProcess } from '../helpers/processes.js';

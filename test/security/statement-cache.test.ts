@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import BetterSqlite3 from '../../src/adapters/metadata/better-sqlite3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEPT_MAX_PARAMETERS, keepingStatements, openSqliteStore } from '../../src/adapters/metadata/sqlite.js';
 

@@ -1,4 +1,5 @@
-import BetterSqlite3 from 'better-sqlite3';
+import type * as Sqlite from 'better-sqlite3';
+import BetterSqlite3 from './better-sqlite3.js';
 import { Kysely, SqliteDialect } from './kysely.js';
 import { KyselyMetadataStore } from './kysely-store.js';
 import type { Database } from './schema.js';
@@ -38,8 +39,8 @@ function parameterCount(sql: string): number {
  * The database as Kysely's SQLite dialect uses it, with each statement prepared once: Kysely
  * prepares every query it runs, and preparing costs more than running a small query.
  */
-export function keepingStatements(sqlite: BetterSqlite3.Database): { close(): void; prepare(sql: string): BetterSqlite3.Statement } {
-  const kept = new Map<string, BetterSqlite3.Statement>();
+export function keepingStatements(sqlite: Sqlite.Database): { close(): void; prepare(sql: string): Sqlite.Statement } {
+  const kept = new Map<string, Sqlite.Statement>();
   return {
     close: () => sqlite.close(),
     prepare(sql) {

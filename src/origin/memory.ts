@@ -21,7 +21,14 @@ export const COLLECT_EVERY_BYTES = 8 * 1024 * 1024;
  */
 export const BUFFER_HEADROOM_BYTES = 24 * 1000 * 1000;
 
-export type Gc = (options?: { type: 'minor' }) => void;
+export type Gc = (options?: { type: 'minor' | 'major'; execution?: 'sync'; flavor?: 'regular' | 'last-resort' }) => void;
+
+/**
+ * A full collection that also hands freed pages back to the system. From V8 12 (Node 22) a
+ * plain full collection keeps the pages it frees for reuse: an origin on Node 24 stayed at
+ * 130 MB after starting, against 75 MB on Node 20. Node 20 takes these options for a scavenge.
+ */
+const RELEASING = { type: 'major', execution: 'sync', flavor: 'last-resort' } as const;
 
 /**
  * Collects request bodies' buffers by the bytes received: a scavenge every 8 MiB frees those
@@ -91,6 +98,7 @@ export function compactAfterStart(): void {
   setV8Flag('--compact-on-every-full-gc');
   try {
     gc();
+    gc(RELEASING);
   } finally {
     setV8Flag('--no-compact-on-every-full-gc');
   }

@@ -98,29 +98,32 @@ describe('V8 flags and worker threads', () => {
   `;
   const largestYoung = (start: string) => Number(execFileSync(process.execPath, ['--input-type=module', '-e', script(start)], { encoding: 'utf8' }).trim());
 
-  it('keeps a flag set at run time after a worker thread starts, which Node resets to its default', () => {
-    const plain = largestYoung('new Worker');
+  it('keeps a flag set at run time after a worker thread starts, which Node 20 and 22 reset to its default', () => {
     const kept = largestYoung('startWorker');
-    // Node puts the growth factor back to 2 while the worker starts: the young generation grows.
-    expect(plain).toBeGreaterThanOrEqual(2 * kept);
     expect(kept).toBeLessThanOrEqual(4.5e6);
+    // Node 20 and 22 put the growth factor back to 2 while the worker starts: without the flag
+    // set again, the young generation grows. Node 24 leaves the flags as they are.
+    const plain = largestYoung('new Worker');
+    if (Number(process.versions.node.split('.')[0]) < 24) expect(plain).toBeGreaterThanOrEqual(2 * kept);
+    else expect(plain).toBeLessThanOrEqual(4.5e6);
   });
 });
 
 describe('scavenges on the origin thread alone', () => {
   // Every scavenge's share done by helper threads, as V8's own trace reports it, in a process
   // that makes young objects which survive (work a helper would take), with or without the
-  // origin's flags.
+  // origin's flags. Tracing starts once they are set: loading the module may scavenge before.
   const helperShares = (flags: boolean): number[] => {
     const script = `
       ${flags ? `const { keepYoungGenerationSmall } = await import(${JSON.stringify(`${DIST}/origin/memory.js`)}); keepYoungGenerationSmall();` : ''}
+      (await import('node:v8')).default.setFlagsFromString('--trace-gc-nvp');
       const kept = [];
       for (let i = 0; i < 2e6; i++) {
         kept.push({ i, s: 'x' + i });
         if (kept.length > 200000) kept.length = 0;
       }
     `;
-    const out = execFileSync(process.execPath, ['--trace-gc-nvp', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
     return out.split('\n').filter((l) => l.includes('gc=s ')).map((l) => Number(/background\.scavenge\.parallel=([\d.]+)/.exec(l)?.[1] ?? NaN));
   };
 
@@ -159,5 +162,25 @@ describe('marks on the origin thread alone', () => {
     expect(withFlags.kb.filter((kb) => kb > 0)).toEqual([]);
     // The same work in a process left at V8's defaults: helpers mark while it runs.
     expect(helperMarking(false).kb.some((kb) => kb > 0)).toBe(true);
+  });
+});
+
+describe('memory given back once started', () => {
+  it('keeps no more heap than its live objects need after the collection that follows loading', () => {
+    // 70 MB of objects made and dropped, as loading leaves behind; then the origin's step.
+    // From Node 22 a plain full collection keeps the pages it frees for reuse (on Node 24,
+    // some 50 MB here). The young generation is left out: its size is keepYoungGenerationSmall's.
+    const script = `
+      import v8 from 'node:v8';
+      const { compactAfterStart } = await import(${JSON.stringify(`${DIST}/origin/memory.js`)});
+      let made = [];
+      for (let i = 0; i < 400000; i++) made.push({ i, s: 'x' + i, a: [i, i] });
+      made = null;
+      compactAfterStart();
+      const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').physical_space_size;
+      console.log(process.memoryUsage().heapTotal - young);
+    `;
+    const heap = Number(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }).trim());
+    expect(heap).toBeLessThan(20e6);
   });
 });

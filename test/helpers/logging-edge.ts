@@ -30,7 +30,8 @@ export async function startTestEdge(o: TestOrigin, env: (dir: string) => Record<
     edge, dir,
     async close() {
       await edge.close();
-      await rm(dir, { recursive: true, force: true });
+      // A prefetch under way when the edge closed may still rename its file into the cache.
+      await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
     },
   };
 }

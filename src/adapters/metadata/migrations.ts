@@ -4,6 +4,7 @@
  */
 import type { Kysely, Migration, MigrationProvider } from 'kysely';
 import { sql } from './kysely.js';
+import { reachMigrations } from './migrations-reach.js';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -334,6 +335,7 @@ export class CofferMigrations implements MigrationProvider {
       '0008_usage': usage(this.dialect),
       '0009_tus': tus(this.dialect),
       '0010_s3': s3(this.dialect),
+      ...reachMigrations(this.dialect),
     };
   }
 }

@@ -10,7 +10,7 @@ import { sourceFormat, variantQuery } from '../core/variants.js';
 import type { LinkVariant, CreateLinkRequest, CreateLinkResponse, DownloadRequest, DownloadResponse, FileRecord } from '../core/api.js';
 import type { ServiceContext } from './context.js';
 import type { Caller } from '../core/access.js';
-import { requireScope } from './access.js';
+import { authorize } from './policy.js';
 
 function checkExpiry(expiry: number | undefined): number {
   if (expiry === undefined) return DEFAULT_EXPIRY_SECONDS;
@@ -34,7 +34,7 @@ export class Links {
   constructor(private readonly c: ServiceContext) {}
 
   private async readyFile(caller: Caller, fileId: string): Promise<{ file: StoredFile; record: FileRecord }> {
-    requireScope(caller, 'read');
+    authorize(caller, 'file.read');
     const file = await this.c.requireFileFor(this.c.meta.read, caller, fileId);
     if (file.status !== 'ready') throw errors.uploadNotComplete(fileId);
     return { file, record: await this.c.toFileRecord(this.c.meta.read, file) };
@@ -79,7 +79,7 @@ export class Links {
    * has the change, and only after the clock has moved past it, so a link made afterwards works.
    */
   async revokeLinks(caller: Caller, fileId: string): Promise<RevokeLinksResponse> {
-    requireScope(caller, 'write');
+    authorize(caller, 'file.revoke-links');
     const { at, seq } = await this.c.meta.transaction(async (tx) => {
       const file = await this.c.requireFileFor(tx, caller, fileId, 'update');
       const at = this.c.now();

@@ -7,7 +7,8 @@ import { ROOT_CONTEXT, chainIsComplete, childContext, contextOfChain, fileRecord
 import { cursorScope, decodeCursor, encodeCursor } from './cursor.js';
 import type { ServiceContext } from './context.js';
 import type { Caller } from '../core/access.js';
-import { reachOf, requireFolderInReach, requireScope } from './access.js';
+import { reachOf } from './access.js';
+import { authorize, authorizeFolder } from './policy.js';
 
 function checkLimit(limit: number | undefined): number {
   if (limit === undefined) return 100;
@@ -49,11 +50,11 @@ export class Listing {
   }
 
   async list(caller: Caller, req: ListRequest): Promise<ListResponse> {
-    requireScope(caller, 'read');
+    authorize(caller, 'folder.read');
     const folderId = req.folder_id ?? null;
     const chain = folderId === null ? [] : await this.c.meta.read.folderChain(folderId);
     if (folderId !== null && chain.length === 0) throw errors.folderNotFound(folderId);
-    await requireFolderInReach(this.c.meta.read, caller, folderId);
+    await authorizeFolder(this.c.meta.read, caller, 'folder.read', folderId);
     const limit = checkLimit(req.limit);
     const sort = req.sort ?? 'name';
     const order = req.order ?? 'asc';
@@ -81,11 +82,11 @@ export class Listing {
   }
 
   async search(caller: Caller, req: SearchRequest): Promise<SearchResponse> {
-    requireScope(caller, 'read');
+    authorize(caller, 'folder.read');
     const folderId = req.folder_id ?? null;
     const chain = folderId === null ? [] : await this.c.meta.read.folderChain(folderId);
     if (folderId !== null && chain.length === 0) throw errors.folderNotFound(folderId);
-    await requireFolderInReach(this.c.meta.read, caller, folderId);
+    await authorizeFolder(this.c.meta.read, caller, 'folder.read', folderId);
     const text = req.query.trim();
     if (text.length === 0 || text.length > 255) throw errors.invalidField('invalid_query', 'query', '"query" must hold 1 to 255 characters besides white space.');
     const limit = checkLimit(req.limit);

@@ -18,7 +18,8 @@ import type { Visibility } from '../core/records.js';
 import type { Caller } from '../core/access.js';
 import type { ServiceContext } from './context.js';
 import type { Located, Paths } from './paths.js';
-import { fileInReach, requireScope } from './access.js';
+import { fileInReach } from './access.js';
+import { authorize } from './policy.js';
 import { joinParts } from './completion.js';
 import { removeFiles } from './trash.js';
 
@@ -49,7 +50,7 @@ export class Multipart {
   constructor(private readonly c: ServiceContext, private readonly paths: Paths) {}
 
   async create(caller: Caller, u: NewUpload): Promise<StoredFile> {
-    requireScope(caller, 'write');
+    authorize(caller, 'upload');
     if (u.at.place !== 'inside') throw errors.outOfReach();
     const name = validateName(u.name);
     const id = newId();
@@ -92,7 +93,7 @@ export class Multipart {
    * checks passed); it is the part's ETag. A part sent again replaces the one before.
    */
   async writePart(caller: Caller, u: UploadKey, partNumber: number, size: number, body: AsyncIterable<Buffer>, md5: () => string): Promise<string> {
-    requireScope(caller, 'write');
+    authorize(caller, 'upload');
     if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > MAX_PARTS) {
       throw errors.invalidField('invalid_part_number', 'partNumber', `Part numbers are whole numbers from 1 to ${MAX_PARTS}.`);
     }
@@ -127,7 +128,7 @@ export class Multipart {
 
   /** The parts recorded so far, by number, with their MD5s. */
   async parts(caller: Caller, u: UploadKey): Promise<{ file: StoredFile; upload: S3Upload; parts: StoredPart[] }> {
-    requireScope(caller, 'write');
+    authorize(caller, 'upload');
     await this.c.parts.settle(u.uploadId);
     const found = await this.requireUpload(this.c.meta.read, caller, u);
     return { ...found, parts: await this.c.meta.read.listParts(u.uploadId) };
@@ -139,7 +140,7 @@ export class Multipart {
    * name go from every edge. A repeat of a completion that succeeded answers the same file.
    */
   async complete(caller: Caller, u: UploadKey, listed: Array<{ partNumber: number; etag: string }>): Promise<StoredFile> {
-    requireScope(caller, 'write');
+    authorize(caller, 'upload');
     const done = await this.c.meta.read.getFile(u.uploadId);
     if (done && done.status === 'ready' && !(await this.c.meta.read.s3.getUpload(u.uploadId)) && done.s3_etag?.includes('-') && (await fileInReach(this.c.meta.read, caller, done))) {
       return done;
@@ -174,7 +175,7 @@ export class Multipart {
   }
 
   async abort(caller: Caller, u: UploadKey): Promise<void> {
-    requireScope(caller, 'write');
+    authorize(caller, 'upload');
     await this.c.meta.transaction(async (tx) => {
       const { file } = await this.requireUpload(tx, caller, u, 'update');
       await removeFiles(tx, [file], this.c.now());
@@ -184,7 +185,7 @@ export class Multipart {
 
   /** A bucket's open uploads the caller reaches, by key, after a key and upload id. */
   async list(caller: Caller, bucketId: string, prefix: string, after: { key: string; fileId: string } | null, limit: number): Promise<{ uploads: S3Upload[]; more: boolean }> {
-    requireScope(caller, 'write');
+    authorize(caller, 'upload');
     const out: S3Upload[] = [];
     let from = after;
     for (;;) {

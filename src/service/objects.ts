@@ -13,7 +13,7 @@ import type { Caller } from '../core/access.js';
 import type { ServiceContext } from './context.js';
 import type { Uploads } from './uploads.js';
 import type { Located, Paths } from './paths.js';
-import { requireScope } from './access.js';
+import { authorize } from './policy.js';
 
 export interface ObjectWrite {
   /** The folder it goes in; the caller must reach it. */
@@ -86,7 +86,7 @@ export class Objects {
 
   /** The bytes of a ready file the caller found by path (paths.newest). */
   async read(caller: Caller, file: StoredFile, range?: ByteRange): Promise<NodeJS.ReadableStream> {
-    requireScope(caller, 'read');
+    authorize(caller, 'file.read');
     try {
       return await this.c.blobs.read(file.blob_key, range);
     } catch (err) {

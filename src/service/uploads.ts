@@ -16,7 +16,8 @@ import type { FileRecord, InitiateUploadRequest, UploadPartResponse, UploadSessi
 import { BufferedPartWriter, DiscardingPartWriter } from './part-writers.js';
 import type { ServiceContext } from './context.js';
 import type { Caller } from '../core/access.js';
-import { checkGrantLimits, defaultUploadFolder, fileInReach, requireFolderInReach, requireUploader, takeGrantFile } from './access.js';
+import { checkGrantLimits, defaultUploadFolder, fileInReach, takeGrantFile } from './access.js';
+import { authorize, authorizeFolder } from './policy.js';
 import { removeFiles } from './trash.js';
 import { joinParts } from './completion.js';
 
@@ -53,10 +54,10 @@ export class Uploads {
 
   /** `within` runs in the transaction that records the upload (tus adds its row there). */
   async initiate(caller: Caller, req: InitiateUploadRequest, within?: (tx: MetadataTx, file: StoredFile) => Promise<void>): Promise<UploadSession> {
-    requireUploader(caller);
+    authorize(caller, 'upload');
     const folderId = req.folder_id ?? defaultUploadFolder(caller);
     if (folderId !== null) await this.c.requireFolder(this.c.meta.read, folderId);
-    await requireFolderInReach(this.c.meta.read, caller, folderId);
+    await authorizeFolder(this.c.meta.read, caller, 'upload', folderId);
     const name = validateName(req.name);
     const visibility = parseVisibility(req.visibility);
     checkDeclaredSize(req.size, this.c.opts.maxFileSize);
@@ -128,7 +129,7 @@ export class Uploads {
     if (!target) return this.c.blobs.openUnnamedPart ? this.c.blobs.openUnnamedPart() : new BufferedPartWriter();
     let file: StoredFile;
     try {
-      requireUploader(caller);
+      authorize(caller, 'upload');
       file = await this.requireUploadFor(this.c.meta.read, caller, target);
       checkPartNumber(target.partNumber, partCount(file.size));
     } catch (err) {
@@ -145,7 +146,7 @@ export class Uploads {
     let handedOver = false;
     let writer = input.writer;
     try {
-      requireUploader(input.caller);
+      authorize(input.caller, 'upload');
       const file = await this.requireUploadFor(this.c.meta.read, input.caller, input);
       const count = partCount(file.size);
       checkPartNumber(input.partNumber, count);
@@ -224,7 +225,7 @@ export class Uploads {
 
   /** Completes an upload for a caller who may: see completeAsService. */
   async complete(caller: Caller, fileId: string): Promise<FileRecord> {
-    requireUploader(caller);
+    authorize(caller, 'upload');
     await this.c.requireFileFor(this.c.meta.read, caller, fileId);
     return this.completeAsService(fileId);
   }
@@ -260,7 +261,7 @@ export class Uploads {
   }
 
   async status(caller: Caller, fileId: string): Promise<UploadStatusResponse> {
-    requireUploader(caller);
+    authorize(caller, 'upload');
     await this.c.parts.settle(fileId);
     const file = await this.c.requireFileFor(this.c.meta.read, caller, fileId);
     const count = partCount(file.size);
@@ -275,7 +276,7 @@ export class Uploads {
   }
 
   async abort(caller: Caller, fileId: string): Promise<{ file_id: string; aborted: true }> {
-    requireUploader(caller);
+    authorize(caller, 'upload');
     await this.c.meta.transaction(async (tx) => {
       const file = await this.c.requireFileFor(tx, caller, fileId, 'update');
       if (file.status === 'ready') throw errors.uploadCompleted();

@@ -8,7 +8,7 @@ import type { Caller } from '../core/access.js';
 import type { UsageRow } from '../core/ports.js';
 import type { UsageRequest, UsageResponse } from '../core/api-usage.js';
 import type { ServiceContext } from './context.js';
-import { reachOf, requireScope } from './access.js';
+import { authorize } from './policy.js';
 
 /** yyyymmdd of a Unix ms time, in UTC. */
 export const dayOf = (ms: number): number => {
@@ -36,8 +36,7 @@ export class Usage {
 
   /** Totals per day for the last `days` days (today included), every day listed, zeros too. */
   async byDay(caller: Caller, req: UsageRequest): Promise<UsageResponse> {
-    requireScope(caller, 'read');
-    if (reachOf(caller) !== null) throw errors.forbidden('Usage covers every file; a key confined to a folder cannot read it.');
+    authorize(caller, 'usage.read');
     const days = req.days ?? 30;
     if (!Number.isInteger(days) || days < 1 || days > 366) throw errors.invalidField('invalid_days', 'days', '"days" must be a whole number from 1 to 366.');
     const now = this.c.now();

@@ -4,7 +4,7 @@
  * error answer of contract §2.
  */
 import type http from 'node:http';
-import { contentDisposition, isActiveContent, sendableType } from './delivery.js';
+import { SANDBOX_CSP, contentDisposition, isActiveContent, sendableType } from '../core/user-bytes.js';
 import type { EdgeFile } from './state.js';
 
 export class AnswerHeaders {
@@ -30,7 +30,7 @@ export class AnswerHeaders {
       'Content-Disposition', contentDisposition(file.name, download || active),
       'Cache-Control', signed ? 'private, no-store' : this.publicCache,
     ];
-    if (active) headers.push('Content-Security-Policy', "sandbox; default-src 'none'");
+    if (active) headers.push('Content-Security-Policy', SANDBOX_CSP);
     if (!byKind) {
       byKind = new Map();
       this.byFile.set(file, byKind);

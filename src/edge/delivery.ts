@@ -3,7 +3,6 @@
  * HTTP types so the same rules can run wherever an edge runs.
  */
 import { LINK_CLOCK_SKEW_SECONDS, MAX_EXPIRY_SECONDS, isRevoked, verifyLink, type HmacSha256, type LinkCheck } from '../core/signing.js';
-import { isSendableContentType } from '../core/file-types.js';
 import type { Visibility } from '../core/records.js';
 import type { EdgeFile } from './state.js';
 
@@ -113,26 +112,8 @@ export function decide(
   }
 }
 
-// Shown inline: media a browser renders without running anything. Everything else, HTML, SVG,
-// XML, scripts and types nobody listed (multipart/x-mixed-replace among them), is an attachment.
-const INLINE = /^(image\/(png|jpeg|gif|webp|avif|bmp|x-icon|vnd\.microsoft\.icon|apng|tiff)|audio\/[a-z0-9.+-]+|video\/[a-z0-9.+-]+|application\/pdf|text\/plain|text\/csv|application\/json)$/;
-
-/** The media type alone, lower-cased: parameters never decide how a file is shown. */
-const mediaType = (contentType: string): string => contentType.split(';', 1)[0]!.trim().toLowerCase();
-
-/** Whether a type may be shown inline on the delivery origin; anything else goes as an attachment with a sandbox. */
-export const isInlineSafe = (contentType: string): boolean => INLINE.test(mediaType(contentType));
-export const isActiveContent = (contentType: string): boolean => !isInlineSafe(contentType);
-
-/** The type sent for a stored one: a value that could not be sent as a header becomes plain bytes. */
-export const sendableType = (contentType: string): string => (isSendableContentType(contentType) ? contentType : 'application/octet-stream');
-
-/** RFC 6266: a plain ASCII `filename` for old clients and the exact name as `filename*`. */
-export function contentDisposition(name: string, attachment: boolean): string {
-  const fallback = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
-  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `${attachment ? 'attachment' : 'inline'}; filename="${fallback}"; filename*=UTF-8''${encoded}`;
-}
+// How a file is shown is the rule every dialect shares (src/core/user-bytes.ts).
+export { contentDisposition, isActiveContent, isInlineSafe, sendableType } from '../core/user-bytes.js';
 
 export interface ByteRange {
   start: number;

@@ -10,8 +10,6 @@ import { DEFAULT_SESSION_TTL_SECONDS, type CofferService } from '../service/serv
 import { CSRF_HEADER } from './auth/session-cookie.js';
 import { installAuthentication } from './auth/hook.js';
 import { accessOf } from './auth/access.js';
-import { registerS3Routes } from '../s3/server.js';
-import { s3Authenticator } from '../s3/auth.js';
 import { registerSessionRoutes } from './session-routes.js';
 import { DEFAULT_PLAYGROUND_DIR, registerPlayground } from './playground.js';
 import { registerChunkRoute } from './chunk-route.js';
@@ -178,7 +176,6 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   // After the shutdown check: decided by the route the router matched, never by how the path was spelled.
   installAuthentication(app, {
     accessKey: opts.accessKey, service: opts.service, edgeTokens: opts.edges?.tokens ?? [], rateLimit: opts.rateLimit, metricsToken: opts.metricsToken,
-    s3: s3Authenticator(opts.service),
   });
   opts.metrics?.install(app);
 
@@ -232,9 +229,6 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
       handler: async (request) => e.handle(service, request.body as never, request.caller!),
     });
   }
-
-  // The S3 interface (contract §12), for clients that accept an endpoint with a path.
-  await registerS3Routes(app, { service, prefix: '/s3', idleTimeoutMs: timeouts.idleTimeoutMs });
 
   await registerChunkRoute(app, service, ERROR_RESPONSES);
   await registerTus(app, {

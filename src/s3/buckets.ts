@@ -6,8 +6,7 @@
 import { s3Errors, toS3Error } from './errors.js';
 import { checkNewBucketName, requireBucket } from './mapping.js';
 import { isoTime, noBody, ownerOf, xmlAnswer, type S3Handler, type S3Request } from './context.js';
-import { parseXml } from './xml.js';
-import { readSmallBody } from './payload.js';
+import { BUCKET_CONFIGURATION_BODY, readXmlBody } from './xml-bodies.js';
 
 export const listBuckets: S3Handler = async (r) => {
   await noBody(r);
@@ -25,8 +24,8 @@ export const createBucket: S3Handler = async (r) => {
   const name = bucketName(r);
   checkNewBucketName(name);
   // A CreateBucketConfiguration (LocationConstraint) may come along: any region is this one.
-  const body = (await readSmallBody(r.payload(), 64 * 1024)).toString('utf8').trim();
-  if (body !== '' && parseXml(body).name !== 'CreateBucketConfiguration') throw s3Errors.malformedXml();
+  const doc = await readXmlBody(r.payload(), BUCKET_CONFIGURATION_BODY);
+  if (doc !== null && doc.name !== 'CreateBucketConfiguration') throw s3Errors.malformedXml();
   const acl = r.headers.get('x-amz-acl');
   const visibility = acl === 'public-read' || acl === 'public-read-write' ? 'Public' : 'Private';
   try {

@@ -19,7 +19,7 @@ import { lenientDecode } from './sigv4.js';
 
 const MAX_KEY_BYTES = 1024;
 
-/** The bucket and key a path-style request names; the prefix (e.g. "/s3") already taken off. */
+/** The bucket and key a path-style request names. */
 export function bucketAndKey(path: string): { bucket: string | null; key: string | null } {
   const [, first = '', ...rest] = path.split('/');
   const bucket = first === '' ? null : lenientDecode(first);

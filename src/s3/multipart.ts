@@ -10,8 +10,8 @@ import { parseKey, requireBucket, type BucketAt } from './mapping.js';
 import { etagOf, intParam, isoTime, noBody, ownerOf, quoted, xmlAnswer, type S3Handler, type S3Request } from './context.js';
 import { contentTypeOf, metaOf, visibilityOf } from './object-headers.js';
 import { requireCopySource, withMd5, writePlace } from './objects.js';
-import { readSmallBody } from './payload.js';
-import { childOf, childrenOf, parseXml, type XmlFields } from './xml.js';
+import { childOf, childrenOf, type XmlFields } from './xml.js';
+import { COMPLETE_BODY, readXmlBody } from './xml-bodies.js';
 
 async function uploadKey(r: S3Request): Promise<{ bucket: BucketAt; u: UploadKey }> {
   const bucket = await requireBucket(r.service, r.caller, r.bucket!);
@@ -74,15 +74,16 @@ export const uploadPartCopy: S3Handler = async (r) => {
 async function* nothing(): AsyncGenerator<Buffer> {}
 
 export const completeMultipart: S3Handler = async (r) => {
-  const doc = parseXml((await readSmallBody(r.payload(), 4 * 1024 * 1024)).toString('utf8'));
-  if (doc.name !== 'CompleteMultipartUpload') throw s3Errors.malformedXml();
+  const { bucket, u } = await uploadKey(r);
+  const doc = await readXmlBody(r.payload(), COMPLETE_BODY);
+  if (doc?.name !== 'CompleteMultipartUpload') throw s3Errors.malformedXml();
   const parts = childrenOf(doc, 'Part').map((p) => {
     const number = childOf(p, 'PartNumber')?.text.trim() ?? '';
     const etag = childOf(p, 'ETag')?.text.trim();
     if (!/^\d{1,5}$/.test(number) || !etag) throw s3Errors.malformedXml();
     return { partNumber: Number(number), etag };
   });
-  const { bucket, u } = await uploadKey(r);
+  if (parts.length > COMPLETE_BODY.items) throw s3Errors.malformedXml();
   const file = await r.service.multipart.complete(r.caller, u, parts);
   return xmlAnswer('CompleteMultipartUploadResult', [
     ['Location', `/${encodeURIComponent(bucket.name)}/${r.key!.split('/').map(encodeURIComponent).join('/')}`], ['Bucket', bucket.name], ['Key', r.key!], ['ETag', quoted(etagOf(file))],

@@ -5,6 +5,7 @@
  */
 import mime from 'mime';
 import { isSendableContentType } from '../core/file-types.js';
+import { SANDBOX_CSP, contentDisposition, isInlineSafe, sendableType } from '../core/user-bytes.js';
 import type { StoredFile } from '../core/ports.js';
 import type { Visibility } from '../core/records.js';
 import { s3Errors } from './errors.js';
@@ -83,6 +84,26 @@ export function responseOverrides(r: S3Request): Record<string, string> {
     if (value !== undefined && /^[\t\x20-\x7e]*$/.test(value)) out[name] = value;
   }
   return out;
+}
+
+const ATTACHMENT = /^\s*attachment\s*(;|$)/i;
+
+/**
+ * The edge's rule for user bytes (src/core/user-bytes.ts) on the type and disposition an object
+ * answer would carry, stored or overridden: inline only for the passive types, otherwise an
+ * attachment; never sniffed; always in a sandbox, so no answer of this port runs a script.
+ */
+export function showSafely(headers: Record<string, string>, name: string): void {
+  const type = sendableType(headers['content-type'] ?? 'application/octet-stream');
+  headers['content-type'] = type;
+  headers['x-content-type-options'] = 'nosniff';
+  if (isInlineSafe(type)) {
+    headers['content-security-policy'] = 'sandbox';
+    return;
+  }
+  headers['content-security-policy'] = SANDBOX_CSP;
+  const given = headers['content-disposition'];
+  if (given === undefined || !ATTACHMENT.test(given)) headers['content-disposition'] = contentDisposition(name, true);
 }
 
 /** The one range of a Range header, or null for the whole object (absent, several ranges, or not bytes). */

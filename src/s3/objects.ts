@@ -10,9 +10,9 @@ import type { Located } from '../service/paths.js';
 import { s3Errors } from './errors.js';
 import { parseKey, requireBucket, type BucketAt, type KeyPath } from './mapping.js';
 import { etagOf, isoTime, noBody, quoted, xmlAnswer, type S3Answer, type S3Handler, type S3Request } from './context.js';
-import { checkConditions, contentTypeOf, metaOf, objectHeaders, rangeOf, responseOverrides, visibilityOf } from './object-headers.js';
-import { childOf, childrenOf, parseXml, type XmlFields } from './xml.js';
-import { readSmallBody } from './payload.js';
+import { checkConditions, contentTypeOf, metaOf, objectHeaders, rangeOf, responseOverrides, showSafely, visibilityOf } from './object-headers.js';
+import { childOf, childrenOf, type XmlFields } from './xml.js';
+import { DELETE_BODY, readXmlBody } from './xml-bodies.js';
 import { lenientDecode } from './sigv4.js';
 
 const EMPTY_MD5 = 'd41d8cd98f00b204e9800998ecf8427e';
@@ -72,9 +72,10 @@ async function answerObject(r: S3Request, withBody: boolean): Promise<S3Answer> 
   const file = await requireObject(r, r.bucket!, r.key!);
   const headers = objectHeaders(file);
   if (checkConditions(r.headers, file) === 304) {
-    return { status: 304, headers: { etag: headers.etag!, 'last-modified': headers['last-modified']! } };
+    return { status: 304, headers: { etag: headers.etag!, 'last-modified': headers['last-modified']!, 'x-content-type-options': 'nosniff' } };
   }
   Object.assign(headers, responseOverrides(r));
+  showSafely(headers, file.name);
   const range = rangeOf(r.headers.get('range'), file.size);
   const length = range ? range.end - range.start + 1 : file.size;
   headers['content-length'] = String(length);
@@ -95,15 +96,13 @@ export const deleteObject: S3Handler = async (r) => {
   return { status: 204 };
 };
 
-const MAX_DELETE_KEYS = 1000;
-
 export const deleteObjects: S3Handler = async (r) => {
-  const doc = parseXml((await readSmallBody(r.payload(), 2 * 1024 * 1024)).toString('utf8'));
-  if (doc.name !== 'Delete') throw s3Errors.malformedXml();
+  const bucket = await requireBucket(r.service, r.caller, r.bucket!);
+  const doc = await readXmlBody(r.payload(), DELETE_BODY);
+  if (doc?.name !== 'Delete') throw s3Errors.malformedXml();
   const quiet = childOf(doc, 'Quiet')?.text.trim() === 'true';
   const keys = childrenOf(doc, 'Object').map((o) => childOf(o, 'Key')?.text);
-  if (keys.length === 0 || keys.length > MAX_DELETE_KEYS || keys.some((k) => k === undefined || k === '')) throw s3Errors.malformedXml();
-  const bucket = await requireBucket(r.service, r.caller, r.bucket!);
+  if (keys.length === 0 || keys.length > DELETE_BODY.items || keys.some((k) => k === undefined || k === '')) throw s3Errors.malformedXml();
   // Keys of one folder go in one change.
   const byFolder = new Map<string, { folders: string[]; names: string[]; keys: string[] }>();
   const results: XmlFields = [];

@@ -1,6 +1,7 @@
 /**
  * The S3 interface's HTTP face (contract §12): at the root of its own port (COFFER_S3_PORT,
- * because many S3 clients want the API at a host's root) and at `{base_url}/s3` on the origin.
+ * because many S3 clients want the API at a host's root), and nowhere else: the origin that
+ * hosts the Playground and its session cookie never serves user bytes (docs/security.md).
  * Every route is declared `s3`: the origin's authentication hook establishes the caller from the
  * request's SigV4 signature (auth.ts) before anything else runs. Bodies are never parsed here:
  * each operation reads its request's body as a stream (payload.ts).
@@ -23,21 +24,14 @@ import type { S3Answer, S3Request } from './context.js';
 
 export interface S3RoutesOptions {
   service: CofferService;
-  /** Where the routes are mounted: '' at a port's root, '/s3' on the origin. */
-  prefix: string;
   /** Milliseconds a request body may make no progress while it is read. */
   idleTimeoutMs: number;
 }
 
 const METHODS = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'] as const;
 
-/** The path below the mount point: the first segment goes when mounted under one (whatever its spelling, the router matched it). */
-function pathBelow(raw: IncomingMessage, prefix: string): string {
-  const path = targetOf(raw).split('?')[0]!.split('#')[0]!;
-  if (prefix === '') return path;
-  const next = path.indexOf('/', 1);
-  return next < 0 ? '/' : path.slice(next);
-}
+/** The request's path, which names the bucket and key. */
+const pathOf = (raw: IncomingMessage): string => targetOf(raw).split('?')[0]!.split('#')[0]!;
 
 /** A body as the operations read it: empty when none came, the idle timeout on while it streams. */
 async function* bodyOf(request: FastifyRequest, idleTimeoutMs: number): AsyncGenerator<Buffer> {
@@ -70,14 +64,14 @@ function send(reply: FastifyReply, answer: S3Answer, head: boolean): FastifyRepl
   return reply.send(answer.body);
 }
 
-/** The S3 routes in a scope of their own: no body parser, XML errors. */
+/** The S3 routes at the app's root, in a scope of their own: no body parser, XML errors. */
 export async function registerS3Routes(app: FastifyInstance, opts: S3RoutesOptions): Promise<void> {
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
 
     scope.setErrorHandler((error, request, reply) => {
-      const { bucket, key } = bucketAndKey(pathBelow(request.raw, opts.prefix));
+      const { bucket, key } = bucketAndKey(pathOf(request.raw));
       const uploadId = new Map(queryParams(targetOf(request.raw))).get('uploadId') ?? null;
       const err = toS3Error(error, { bucket, key, uploadId });
       if (err.status >= 500) request.log.error({ err: error }, 's3 request failed');
@@ -92,7 +86,7 @@ export async function registerS3Routes(app: FastifyInstance, opts: S3RoutesOptio
     const handler = async (request: FastifyRequest, reply: FastifyReply) => {
       const raw = request.raw;
       const target = targetOf(raw);
-      const { bucket, key } = bucketAndKey(pathBelow(raw, opts.prefix));
+      const { bucket, key } = bucketAndKey(pathOf(raw));
       const headers = headerMap(raw.rawHeaders);
       const query = new Map<string, string>();
       for (const [name, value] of queryParams(target)) if (!query.has(name)) query.set(name, value);
@@ -110,7 +104,7 @@ export async function registerS3Routes(app: FastifyInstance, opts: S3RoutesOptio
     for (const url of ['/', '/*']) {
       scope.route({ method: [...METHODS], url, exposeHeadRoute: false, config: { access: 's3' }, schema: { hide: true }, handler });
     }
-  }, { prefix: opts.prefix });
+  });
 }
 
 export interface S3AppOptions {
@@ -144,6 +138,6 @@ export async function buildS3App(opts: S3AppOptions): Promise<FastifyInstance> {
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({ method: request.method, url: request.url.split('?')[0], status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 100) / 100 }, 's3 request');
   });
-  await registerS3Routes(app, { service: opts.service, prefix: '', idleTimeoutMs: opts.idleTimeoutMs });
+  await registerS3Routes(app, { service: opts.service, idleTimeoutMs: opts.idleTimeoutMs });
   return app;
 }

@@ -143,6 +143,21 @@ export function payloadMode(value: string | undefined, presigned: boolean): Payl
   throw s3Errors.invalidArgument('x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD(-TRAILER), STREAMING-UNSIGNED-PAYLOAD-TRAILER or a SHA-256 in hex.', 'x-amz-content-sha256', value);
 }
 
+/**
+ * The x-amz-content-sha256 the signature covers, which the body must then prove. A presigned
+ * URL's X-Amz-Content-Sha256 is signed: a header may repeat it, never replace it (the body
+ * would be checked against one value and the signature against another).
+ */
+function signedPayloadHash(headers: Map<string, string>, query: Map<string, string>, presigned: boolean): string | undefined {
+  const header = headers.get('x-amz-content-sha256');
+  const signed = presigned ? query.get('X-Amz-Content-Sha256') : undefined;
+  if (signed === undefined) return header;
+  if (header !== undefined && header !== signed) {
+    throw s3Errors.invalidArgument('The x-amz-content-sha256 header does not match the X-Amz-Content-Sha256 this URL was signed with.', 'x-amz-content-sha256', header);
+  }
+  return signed;
+}
+
 /** yyyymmddThhmmssZ as a time, or NaN. */
 function parseAmzDate(text: string): number {
   const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(text);
@@ -245,7 +260,8 @@ export async function verifyRequest(req: IncomingSigned, lookup: CredentialLooku
   // Headers S3 acts on must be covered by the signature, or anyone on the way could change them.
   const unsigned = [...headers.keys()].filter((h) => h.startsWith('x-amz-') && !signed.has(h) && !(presigned && h === 'x-amz-content-sha256'));
   if (unsigned.length > 0) throw s3Errors.headersNotSigned(unsigned);
-  const payload = payloadMode(headers.get('x-amz-content-sha256') ?? query.get('X-Amz-Content-Sha256'), presigned);
+  const payloadHash = signedPayloadHash(headers, query, presigned);
+  const payload = payloadMode(payloadHash, presigned);
 
   const credential = await lookup(parsed.keyId);
   if (!credential.ok) {
@@ -261,7 +277,7 @@ export async function verifyRequest(req: IncomingSigned, lookup: CredentialLooku
   const scope = `${parsed.date}/${parsed.region}/s3/aws4_request`;
   const signingKey = signingKeyOf(credential.secret, parsed.date, parsed.region);
   const canonicalHeaders = parsed.signedHeaders.map((h) => `${h}:${canonicalValue(headers.get(h) ?? '')}\n`).join('');
-  const hashedPayload = presigned ? (query.get('X-Amz-Content-Sha256') ?? headers.get('x-amz-content-sha256') ?? 'UNSIGNED-PAYLOAD') : headers.get('x-amz-content-sha256')!;
+  const hashedPayload = payloadHash ?? 'UNSIGNED-PAYLOAD';
   const queryText = canonicalQuery(params, presigned ? 'X-Amz-Signature' : undefined);
   let matched = false;
   let lastRequest = '';

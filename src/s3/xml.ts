@@ -54,9 +54,10 @@ function decodeEntities(text: string): string {
   });
 }
 
-/** Parses an XML document into its root element; MalformedXML when it is not one. */
-export function parseXml(source: string): XmlElement {
+/** Parses an XML document into its root element; MalformedXML when it is not one or has more than `maxElements`. */
+export function parseXml(source: string, maxElements = Infinity): XmlElement {
   let i = 0;
+  let elements = 0;
   const fail = () => s3Errors.malformedXml();
   const skipMisc = () => {
     for (;;) {
@@ -76,7 +77,7 @@ export function parseXml(source: string): XmlElement {
     }
   };
   const element = (depth: number): XmlElement => {
-    if (depth > MAX_DEPTH || source[i] !== '<') throw fail();
+    if (depth > MAX_DEPTH || source[i] !== '<' || ++elements > maxElements) throw fail();
     const open = /^<([A-Za-z_][\w.:-]*)((?:\s+[\w.:-]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*(\/?)>/.exec(source.slice(i, i + 4096));
     if (!open) throw fail();
     i += open[0].length;

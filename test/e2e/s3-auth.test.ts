@@ -103,16 +103,12 @@ describe('scopes and confinement', () => {
 });
 
 describe('presigned URLs and signed chunks', () => {
-  test('a presigned GET and PUT work as given, also at {base_url}/s3; changed or expired ones are refused', async () => {
+  test('a presigned GET and PUT work as given on the S3 port; changed or expired ones are refused', async () => {
     const b = await newBucket();
     await put(s3, b, 'dir/shared file.txt', 'shared bytes');
     const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: b, Key: 'dir/shared file.txt' }), { expiresIn: 300 });
     const ok = await fetch(url);
     expect([ok.status, await ok.text()]).toEqual([200, 'shared bytes']);
-    const prefixed = s3Client(`${o.url}/s3`, owner).client;
-    clients.push(prefixed);
-    const viaOrigin = await fetch(await getSignedUrl(prefixed, new GetObjectCommand({ Bucket: b, Key: 'dir/shared file.txt' }), { expiresIn: 300 }));
-    expect([viaOrigin.status, await viaOrigin.text()]).toEqual([200, 'shared bytes']);
     const other = await fetch(url.replace('shared%20file.txt', 'other.txt'));
     expect([other.status, await other.text()]).toEqual([403, expect.stringContaining('<Code>SignatureDoesNotMatch</Code>')]);
     const expired = await fetch(await getSignedUrl(s3, new GetObjectCommand({ Bucket: b, Key: 'dir/shared file.txt' }), { expiresIn: 1, signingDate: new Date(Date.now() - 10_000) }));

@@ -1,6 +1,6 @@
 /**
  * The S3 interface (contract §12) through @aws-sdk/client-s3, unchanged, at the root of the S3
- * port and at {base_url}/s3: buckets, objects (PUT streamed, GET with Range and conditions,
+ * port: buckets, objects (PUT streamed, GET with Range and conditions,
  * HEAD, DELETE, DeleteObjects, CopyObject), the mapping onto folders and files, S3's XML errors,
  * and the SDK's own checksum trailers.
  */
@@ -16,19 +16,16 @@ import { expectS3Error, filesIn, folderAt, makeKey, s3Client, type RecordingClie
 
 let o: TestOrigin;
 let port: RecordingClient;
-let prefixed: RecordingClient;
 let s3: S3Client;
 
 beforeAll(async () => {
   o = await startTestOrigin({ COFFER_LOG_LEVEL: 'warn' });
   const key = await makeKey(o);
   port = s3Client(o.origin.s3Url, key);
-  prefixed = s3Client(`${o.url}/s3`, key);
   s3 = port.client;
 });
 afterAll(async () => {
   port?.client.destroy();
-  prefixed?.client.destroy();
   await o?.close();
 });
 
@@ -43,20 +40,19 @@ const text = async (out: { Body?: unknown }) => Buffer.from(await (out.Body as {
 
 describe('buckets are top-level folders', () => {
   test('CreateBucket makes a Private folder (Public with public-read); ListBuckets, HeadBucket and GetBucketLocation see it; DeleteBucket removes an empty one', async () => {
-    for (const client of [port.client, prefixed.client]) {
-      const priv = await newBucket(client);
-      const pub = await newBucket(client, 'public-read');
-      const root = await o.post('/collections/list', { limit: 1000 });
-      const byName = new Map((root.body.folders as Array<{ name: string; visibility: string }>).map((f) => [f.name, f.visibility]));
-      expect(byName.get(priv)).toBe('Private');
-      expect(byName.get(pub)).toBe('Public');
-      const listed = (await client.send(new ListBucketsCommand({}))).Buckets!.map((b) => b.Name);
-      expect(listed).toEqual(expect.arrayContaining([priv, pub]));
-      await client.send(new HeadBucketCommand({ Bucket: priv }));
-      expect((await client.send(new GetBucketLocationCommand({ Bucket: priv }))).LocationConstraint ?? '').toBe('');
-      await client.send(new DeleteBucketCommand({ Bucket: pub }));
-      expect((await client.send(new ListBucketsCommand({}))).Buckets!.map((b) => b.Name)).not.toContain(pub);
-    }
+    const client = port.client;
+    const priv = await newBucket(client);
+    const pub = await newBucket(client, 'public-read');
+    const root = await o.post('/collections/list', { limit: 1000 });
+    const byName = new Map((root.body.folders as Array<{ name: string; visibility: string }>).map((f) => [f.name, f.visibility]));
+    expect(byName.get(priv)).toBe('Private');
+    expect(byName.get(pub)).toBe('Public');
+    const listed = (await client.send(new ListBucketsCommand({}))).Buckets!.map((b) => b.Name);
+    expect(listed).toEqual(expect.arrayContaining([priv, pub]));
+    await client.send(new HeadBucketCommand({ Bucket: priv }));
+    expect((await client.send(new GetBucketLocationCommand({ Bucket: priv }))).LocationConstraint ?? '').toBe('');
+    await client.send(new DeleteBucketCommand({ Bucket: pub }));
+    expect((await client.send(new ListBucketsCommand({}))).Buckets!.map((b) => b.Name)).not.toContain(pub);
   });
 
   test('S3 errors: NoSuchBucket, BucketAlreadyOwnedByYou, InvalidBucketName, BucketNotEmpty', async () => {
@@ -91,7 +87,7 @@ describe('objects', () => {
     const got = await s3.send(new GetObjectCommand({ Bucket: b, Key: 'photos/2026/note.txt' }));
     expect((await text(got)).equals(body)).toBe(true);
     expect(got).toMatchObject({ ETag: `"${md5(body)}"`, ContentType: 'text/plain; charset=utf-8', ContentLength: body.length, Metadata: { author: 'ada', 'mtime-x': '1700000000' }, CacheControl: 'max-age=60' });
-    const head = await prefixed.client.send(new HeadObjectCommand({ Bucket: b, Key: 'photos/2026/note.txt' }));
+    const head = await s3.send(new HeadObjectCommand({ Bucket: b, Key: 'photos/2026/note.txt' }));
     expect(head).toMatchObject({ ETag: `"${md5(body)}"`, ContentLength: body.length, AcceptRanges: 'bytes' });
     expect(head.LastModified!.getTime()).toBeGreaterThan(Date.now() - 60_000);
     // x-amz-acl private makes the file Private; an empty object is an object.

@@ -27,7 +27,7 @@ export interface RecordingClient {
   sent: Array<Record<string, string>>;
 }
 
-/** A client of the S3 interface at `endpoint` (the S3 port's root, or `{base_url}/s3`). */
+/** A client of the S3 interface at `endpoint` (the S3 port's root). */
 export function s3Client(endpoint: string, key: S3Key, options: Partial<ConstructorParameters<typeof S3Client>[0]> = {}): RecordingClient {
   const client = new S3Client({
     endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: key.keyId, secretAccessKey: key.secret }, maxAttempts: 1, ...options,

@@ -3,6 +3,7 @@
  * same name in kebab case (`--data-dir` or `--coffer-data-dir` for COFFER_DATA_DIR).
  */
 import { DEFAULT_MAX_FILE_SIZE } from '../core/upload.js';
+import { MAX_VARIANT_SIDE } from '../core/variants.js';
 
 export interface Config {
   host: string;
@@ -47,6 +48,16 @@ export interface Config {
   variantConcurrency: number;
   /** Largest image, in pixels, an edge makes variants of: a guard against decompression bombs. */
   variantMaxPixels: number;
+  /** Transforms one client address may have running or waiting at an edge. */
+  variantPerClient: number;
+  /** Longest wait of a transform for its turn, in ms, before 503 `variant_busy`. */
+  variantQueueMs: number;
+  /** New variants of one file that requests without a signed link may have made per minute. */
+  variantPerSource: number;
+  /** The only `w`/`h` a request without a signed link may ask for; undefined: any. */
+  variantSizes: number[] | undefined;
+  /** The only `q` a request without a signed link may ask for; undefined: any. */
+  variantQualities: number[] | undefined;
 }
 
 export const SETTINGS = [
@@ -76,6 +87,11 @@ export const SETTINGS = [
   ['COFFER_EDGE_ACCESS_LOG', "an edge's access log: a file path or stdout, one JSON line per request (default: none)"],
   ['COFFER_VARIANT_CONCURRENCY', 'image transforms an edge runs at once (default 2), in a helper process at a lower priority'],
   ['COFFER_VARIANT_MAX_PIXELS', 'largest source image, width × height, an edge makes variants of (default 67108864, 8192 × 8192)'],
+  ['COFFER_VARIANT_PER_CLIENT', 'image transforms one client address (an IPv6 /64) may have running or waiting at an edge (default 6)'],
+  ['COFFER_VARIANT_QUEUE_MS', 'longest wait of a transform for its turn before 503 variant_busy (default 10000)'],
+  ['COFFER_VARIANT_PER_SOURCE', 'new variants of one file that requests without a signed link may have made per minute at an edge (default 24)'],
+  ['COFFER_VARIANT_SIZES', 'comma-separated: the only w and h a request without a signed link may ask for (default: any)'],
+  ['COFFER_VARIANT_QUALITIES', 'comma-separated: the only q a request without a signed link may ask for (default: any)'],
   ['COFFER_METRICS_TOKEN', 'when set, GET /metrics on origins and edges asks for it as a Bearer token (default: open)'],
   ['COFFER_WEBHOOK_ALLOW_PRIVATE', '1 lets webhook receivers be on loopback and private addresses (default 0)'],
   ['COFFER_WEBHOOK_RETRY_BASE_MS', "a webhook's first retry delay in ms; each next doubles, up to an hour (default 1000)"],
@@ -90,6 +106,11 @@ export class ConfigError extends Error {}
 
 export const DEFAULT_VARIANT_CONCURRENCY = 2;
 export const DEFAULT_VARIANT_MAX_PIXELS = 8192 * 8192;
+/** A browser opens at most six connections to one host: one page alone is never refused. */
+export const DEFAULT_VARIANT_PER_CLIENT = 6;
+export const DEFAULT_VARIANT_QUEUE_MS = 10_000;
+/** Above the widths a responsive page asks for (Next.js lists 16) in the formats browsers take. */
+export const DEFAULT_VARIANT_PER_SOURCE = 24;
 
 function integer(name: string, raw: string | undefined, fallback: number, min = 0): number {
   if (raw === undefined || raw === '') return fallback;
@@ -101,6 +122,17 @@ function integer(name: string, raw: string | undefined, fallback: number, min = 
 
 function optionalInteger(name: string, raw: string | undefined): number | undefined {
   return raw === undefined || raw === '' ? undefined : integer(name, raw, 0);
+}
+
+/** A comma-separated list of whole numbers from `min` to `max`; undefined when unset. */
+function integerList(name: string, raw: string | undefined, min: number, max: number): number[] | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  return raw.split(',').map((item) => {
+    if (item.trim() === '') throw new ConfigError(`${name} has an empty item: list whole numbers separated by commas.`);
+    const value = integer(name, item.trim(), min, min);
+    if (value > max) throw new ConfigError(`${name} lists ${value}; each value must be from ${min} to ${max}.`);
+    return value;
+  });
 }
 
 function url(name: string, raw: string): string {
@@ -152,6 +184,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     edgeAccessLog: get('COFFER_EDGE_ACCESS_LOG') || undefined,
     variantConcurrency: integer('COFFER_VARIANT_CONCURRENCY', get('COFFER_VARIANT_CONCURRENCY'), DEFAULT_VARIANT_CONCURRENCY, 1),
     variantMaxPixels: integer('COFFER_VARIANT_MAX_PIXELS', get('COFFER_VARIANT_MAX_PIXELS'), DEFAULT_VARIANT_MAX_PIXELS, 1),
+    variantPerClient: integer('COFFER_VARIANT_PER_CLIENT', get('COFFER_VARIANT_PER_CLIENT'), DEFAULT_VARIANT_PER_CLIENT, 1),
+    variantQueueMs: integer('COFFER_VARIANT_QUEUE_MS', get('COFFER_VARIANT_QUEUE_MS'), DEFAULT_VARIANT_QUEUE_MS, 1),
+    variantPerSource: integer('COFFER_VARIANT_PER_SOURCE', get('COFFER_VARIANT_PER_SOURCE'), DEFAULT_VARIANT_PER_SOURCE),
+    variantSizes: integerList('COFFER_VARIANT_SIZES', get('COFFER_VARIANT_SIZES'), 1, MAX_VARIANT_SIDE),
+    variantQualities: integerList('COFFER_VARIANT_QUALITIES', get('COFFER_VARIANT_QUALITIES'), 1, 100),
     webhookRetryBaseMs: integer('COFFER_WEBHOOK_RETRY_BASE_MS', get('COFFER_WEBHOOK_RETRY_BASE_MS'), 1000, 1),
   };
 }

@@ -72,6 +72,13 @@ export const errors = {
   rateLimited: (retryAfter: number) =>
     new CofferError(429, 'rate_limited', `Too many requests; try again in ${retryAfter} second(s).`, { retry_after: retryAfter }),
   unavailable: (message: string) => new CofferError(503, 'unavailable', message),
+  // Image variants at an edge (contract §13): admission to its transforms.
+  variantBusy: (retryAfter: number) =>
+    new CofferError(503, 'variant_busy', `This edge has too many variants to make for this client or in all; try again in ${retryAfter} second(s).`, { retry_after: retryAfter }),
+  variantLimit: (retryAfter: number) =>
+    new CofferError(429, 'variant_limit', `Too many new variants of this image were asked for without a signed link; try again in ${retryAfter} second(s), or use a signed link.`, { retry_after: retryAfter }),
+  variantNotAllowed: (field: string, allowed: number[]) =>
+    new CofferError(400, 'variant_not_allowed', `This edge makes "${field}" only as one of ${allowed.join(', ')} without a signed link.`, { field, allowed }),
   // tus 1.0 (contract §9): the statuses its specification gives these cases.
   tusVersion: (supported: string) =>
     new CofferError(412, 'unsupported_tus_version', `This server speaks tus ${supported}: send "Tus-Resumable: ${supported}".`, { field: 'Tus-Resumable', supported: [supported] }),

@@ -35,6 +35,8 @@ async function startTestEdge(): Promise<RunningEdge> {
   const config = loadConfig({}, {
     COFFER_HOST: '127.0.0.1', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: dir, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'warn',
     COFFER_EDGE_TOKEN: o.origin.credentials.edgeTokens[0],
+    // The storms here test the helper, not admission (variant-admission.test.ts): one client may ask for them all.
+    COFFER_VARIANT_PER_CLIENT: '1000', COFFER_VARIANT_PER_SOURCE: '1000',
   });
   return startEdge(config, o.url, { cacheDir: dir, logStream: new Writable({ write(_c, _e, cb) { cb(); } }) });
 }

@@ -224,7 +224,8 @@ describe('the memos stay bounded', () => {
     const variant = { memory: Buffer.from('v'), size: 1, etag: 'e' };
     const deps = {
       cache: { lookupVariant: () => variant, capacity: 1 << 20 }, metrics: { body() {} }, publicCache: 'public, no-cache',
-      judge: () => 'unavailable', refused: () => true, sendError() {}, track: () => null, stillWanted: () => true, maker: {},
+      judge: () => 'unavailable', refused: () => true, sendError() {}, track: () => null, stillWanted: () => true,
+      maker: { options: { allowed: { sizes: null, qualities: null } } },
     } as unknown as VariantDeps;
     const serve = variantResponder(deps);
     const asked = { params: { w: 10, format: 'auto' as const } };

@@ -61,12 +61,12 @@ test('coalescing: one run per key while it is under way, released however it end
 });
 
 test('the limit: never more than its concurrency at once, in order, and full once its queue is', async () => {
-  const limiter = new Limiter(2, 3);
+  const limiter = new Limiter({ concurrency: 2, maxQueued: 3, perClient: 100, maxWaitMs: 60_000 });
   let running = 0;
   let most = 0;
   const order: number[] = [];
   const releases: Array<() => void> = [];
-  const task = (n: number) => limiter.run(async () => {
+  const task = (n: number) => limiter.run('client', async () => {
     running++;
     most = Math.max(most, running);
     await new Promise<void>((r) => releases.push(r));
@@ -75,7 +75,7 @@ test('the limit: never more than its concurrency at once, in order, and full onc
   });
   const all = [1, 2, 3, 4, 5].map(task);
   await Promise.resolve();
-  expect([limiter.active, limiter.queued, limiter.full]).toEqual([2, 3, true]);
+  expect([limiter.active, limiter.queued, limiter.refusal('another')]).toEqual([2, 3, 'full']);
   while (order.length < 5) {
     releases.shift()?.();
     await new Promise((r) => setTimeout(r, 0));
@@ -83,5 +83,5 @@ test('the limit: never more than its concurrency at once, in order, and full onc
   await Promise.all(all);
   expect(most).toBe(2);
   expect(order).toEqual([1, 2, 3, 4, 5]);
-  expect([limiter.active, limiter.queued, limiter.full]).toEqual([0, 0, false]);
+  expect([limiter.active, limiter.queued, limiter.refusal('another')]).toEqual([0, 0, null]);
 });

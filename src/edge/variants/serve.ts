@@ -12,6 +12,9 @@ import type { InFlight } from '../in-flight.js';
 import type { EdgeMetrics } from '../metrics.js';
 import { streamFile, type Gate } from '../send.js';
 import type { EdgeFile } from '../state.js';
+import { errors } from '../../core/errors.js';
+import { disallowed } from './allowed.js';
+import { clientKey } from './client-key.js';
 import type { VariantMaker } from './maker.js';
 import { VariantError } from './transform.js';
 
@@ -160,6 +163,8 @@ export function variantResponder(d: VariantDeps) {
   /** Answers a variant already kept here at once, without a wait; false when it is not. */
   function hitNow(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: VariantJudgement, asked: VariantAsked): boolean {
     if (judged === 'unavailable' || 'error' in judged || 'problem' in asked) return false;
+    // Outside the presets the answer is the same 400 whether or not the variant is kept.
+    if (!judged.decision.signed && disallowed(asked.params, d.maker.options.allowed)) return false;
     const source = sourceOf(judged.file.content_type);
     if (!source) return false;
     const { out, key } = target(asked, source, req.headers.accept);
@@ -177,6 +182,12 @@ export function variantResponder(d: VariantDeps) {
       const { file, decision } = judged as Exclude<VariantJudgement, 'unavailable' | { error: unknown }>;
       if ('problem' in asked) {
         d.sendError(res, 400, 'invalid_variant', asked.problem.message, [], { field: asked.problem.field });
+        return;
+      }
+      const outside = decision.signed ? null : disallowed(asked.params, d.maker.options.allowed);
+      if (outside) {
+        const e = errors.variantNotAllowed(outside.field, outside.allowed);
+        d.sendError(res, e.status, e.code, e.message, [], e.details);
         return;
       }
       const source = sourceOf(file.content_type);
@@ -198,7 +209,8 @@ export function variantResponder(d: VariantDeps) {
       try {
         const bytes: CachedBytes | null = await d.cache.ensure(file, () => d.stillWanted(file));
         if (!bytes) throw new VariantError(503, 'edge_unavailable', 'This edge has no room for the image right now; try again.');
-        const job = d.maker.make(file, key, params, out, bytes, () => d.stillWanted(file));
+        const asker = { client: clientKey(req.socket.remoteAddress), signed: decision.signed };
+        const job = d.maker.make(file, key, params, out, bytes, () => d.stillWanted(file), asker);
         joined = job.joined;
         made = await job.promise;
       } catch (err) {
@@ -214,7 +226,8 @@ export function variantResponder(d: VariantDeps) {
         continue;
       }
       if (made instanceof VariantError) {
-        d.sendError(res, made.status, made.code, made.message, made.status === 503 ? ['Retry-After', '1'] : []);
+        const retry = made.retryAfter ?? (made.status === 503 ? 1 : undefined);
+        d.sendError(res, made.status, made.code, made.message, retry === undefined ? [] : ['Retry-After', String(retry)], made.details);
         return;
       }
       return send(req, res, entry, now.file, now.decision, out, params.format === 'auto', made, joined ? 'HIT' : 'MISS');

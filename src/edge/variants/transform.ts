@@ -8,8 +8,14 @@ import type { OutputFormat, VariantParams } from '../../core/variants.js';
 
 /** An answer of contract §13 for a variant that cannot be made. */
 export class VariantError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(readonly status: number, readonly code: string, message: string, readonly details: Record<string, unknown> = {}) {
     super(message);
+  }
+
+  /** Seconds a client should wait before asking again, when it says. */
+  get retryAfter(): number | undefined {
+    const r = this.details.retry_after;
+    return typeof r === 'number' ? r : undefined;
   }
 }
 

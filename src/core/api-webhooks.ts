@@ -18,6 +18,8 @@ export const WebhookRecord = Type.Object({
   url: Type.String(),
   events: Type.Array(Type.String()),
   created_at: Time,
+  folder_id: Nullable(Type.String({ description: 'The folder whose subtree it hears of: its maker key\'s folder; null for the whole tree.' })),
+  made_by: Type.String({ description: 'The key id that made it, or "root" (the root key or a Playground session). A key\'s webhook stops with the key.' }),
 });
 export type WebhookRecord = Static<typeof WebhookRecord>;
 

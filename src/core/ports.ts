@@ -156,6 +156,17 @@ export interface WebhookRows {
    */
   claimDue(now: number, limit: number, holdUntil: number): Promise<StoredDelivery[]>;
   updateDelivery(id: string, patch: Partial<Omit<StoredDelivery, 'id'>>): Promise<void>;
+  /**
+   * The parent each `folder.created` and `folder.updated` event of the log gave this folder,
+   * oldest first: where it was at any point of the log, even once deleted.
+   */
+  folderParents(folderId: string): Promise<FolderMove[]>;
+}
+
+/** A folder's parent from the event `seq` of the log on (null: the root). */
+export interface FolderMove {
+  seq: number;
+  parent_id: string | null;
 }
 
 /** Downloads and bytes served of one file on one UTC day (`day` as yyyymmdd). */

@@ -15,7 +15,14 @@ export interface StoredWebhook {
   created_at: number;
   /** The last event of the log already turned into deliveries for this webhook. */
   cursor_seq: number;
+  /** The folder its maker was confined to: only events inside its subtree are delivered. Null: the whole tree. */
+  folder_id: string | null;
+  /** Who made it: a key id, or "root" (the root key or a session). A key's webhook stops with the key. */
+  made_by: string;
 }
+
+/** `made_by` of a webhook the root key or a session made (and of every webhook older than `made_by`). */
+export const ROOT_MAKER = 'root';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 

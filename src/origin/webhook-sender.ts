@@ -14,6 +14,7 @@ import { isoTime } from '../core/records.js';
 import { wantsEvent, webhookSignature, type StoredDelivery, type StoredWebhook } from '../core/webhooks.js';
 import type { MetadataStore, StoredEvent } from '../core/ports.js';
 import { guardedLookup, isSpecialAddress } from '../service/url-guard.js';
+import { EventPlaces, makerStands } from './webhook-reach.js';
 
 export interface WebhookSenderOptions {
   allowPrivate: boolean;
@@ -96,15 +97,27 @@ export class WebhookSender {
       // Read before the transaction (SQLite has one connection for both); used only if the cursor has not moved since.
       const events = await this.meta.eventsAfter(listed.cursor_seq, 500);
       if (events.length === 0) continue;
+      const wanted = await this.wanted(listed, events);
       await this.meta.transaction(async (tx) => {
         // Held: another origin doing the same skips this webhook until the cursor moved.
         const w = await tx.webhooks.get(listed.id, true);
         if (!w || w.cursor_seq !== listed.cursor_seq) return;
-        const rows = events.filter((e) => wantsEvent(w.events, e.type)).map((e) => this.delivery(w, e));
-        await tx.webhooks.insertDeliveries(rows);
+        await tx.webhooks.insertDeliveries(wanted.map((e) => this.delivery(w, e)));
         await tx.webhooks.advance(w.id, events[events.length - 1]!.seq);
       });
     }
+  }
+
+  /** The events of a batch a webhook gets: of its types and inside its subtree; none once its maker key is gone. */
+  private async wanted(w: StoredWebhook, events: StoredEvent[]): Promise<StoredEvent[]> {
+    if (!(await makerStands(this.meta.read.keys, w, this.now()))) return [];
+    const typed = events.filter((e) => wantsEvent(w.events, e.type));
+    const top = w.folder_id;
+    if (top === null) return typed;
+    const places = new EventPlaces(this.meta.read.webhooks);
+    const out: StoredEvent[] = [];
+    for (const e of typed) if (await places.inside(top, e)) out.push(e);
+    return out;
   }
 
   private delivery(w: StoredWebhook, e: StoredEvent): StoredDelivery {
@@ -135,6 +148,13 @@ export class WebhookSender {
   private async attempt(d: StoredDelivery): Promise<void> {
     const w = await this.meta.read.webhooks.get(d.webhook_id);
     if (!w) return;
+    if (!(await makerStands(this.meta.read.keys, w, this.now()))) {
+      // Revocation is for good: what was waiting is not sent, and not retried.
+      const error = 'not sent: the key that made this webhook is revoked or has expired';
+      await this.meta.transaction((tx) => tx.webhooks.updateDelivery(d.id, { status: 'failed', locked_until: 0, last_error: error }));
+      this.opts.onAttempt?.('failed');
+      return;
+    }
     const result = await this.post(w, d);
     const now = this.now();
     const attempts = d.attempts + 1;

@@ -5,27 +5,33 @@
  * resolve elsewhere later).
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { errors } from '../core/errors.js';
 
-const SPECIAL = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
-  ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) SPECIAL.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32], ['100::', 64]] as const) {
-  SPECIAL.addSubnet(net, bits, 'ipv6');
-}
+/**
+ * The IPv4-compatible block (::/96, RFC 4291, deprecated): ipaddr.js calls it unicast, yet its
+ * low 32 bits are an IPv4 address (`[::127.0.0.1]` is written `[::7f00:1]`). Nothing public
+ * lives there: refused whole, whatever it embeds.
+ */
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
 
-/** Whether an address is one a receiver chosen by a user may not be at. */
+/**
+ * Whether an address is one a receiver chosen by a user may not be at: anything ipaddr.js
+ * does not call `unicast` (after unwrapping ::ffff:a.b.c.d), which takes in every block that
+ * carries an IPv4 address inside IPv6 (6to4, Teredo, NAT64, ::ffff:0:0/96), and the
+ * IPv4-compatible block. What does not parse is refused.
+ */
 export function isSpecialAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return SPECIAL.check(address, 'ipv4');
-  if (family !== 6) return true;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return SPECIAL.check(mapped[1]!, 'ipv4');
-  return SPECIAL.check(address, 'ipv6');
+  if (!isIP(address)) return true;
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.process(address);
+  } catch {
+    return true;
+  }
+  if (parsed.range() !== 'unicast') return true;
+  return parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).match(IPV4_COMPATIBLE);
 }
 
 const resolveAll = (host: string): Promise<LookupAddress[]> =>

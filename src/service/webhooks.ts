@@ -4,19 +4,46 @@
  * (origin/webhook-sender.ts) turns events into deliveries and sends them.
  */
 import { randomBytes } from 'node:crypto';
-import { errors } from '../core/errors.js';
+import { CofferError, errors } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { isoTime } from '../core/records.js';
-import { WEBHOOK_EVENTS, type StoredDelivery, type StoredWebhook } from '../core/webhooks.js';
+import { ROOT_MAKER, WEBHOOK_EVENTS, type StoredDelivery, type StoredWebhook } from '../core/webhooks.js';
 import type { Caller } from '../core/access.js';
 import type {
   CreateWebhookRequest, CreateWebhookResponse, DeliveriesRequest, DeliveriesResponse, DeleteWebhookResponse, DeliveryRecord, ListWebhooksResponse, WebhookRecord,
 } from '../core/api-webhooks.js';
+import type { MetadataTx } from '../core/ports.js';
 import type { ServiceContext } from './context.js';
-import { requireScope } from './access.js';
+import { authorize, authorizeFolder, reachOf, type Action } from './policy.js';
 import { checkReceiverUrl } from './url-guard.js';
 
-const webhookRecord = (w: StoredWebhook): WebhookRecord => ({ webhook_id: w.id, url: w.url, events: JSON.parse(w.events) as string[], created_at: isoTime(w.created_at) });
+const webhookRecord = (w: StoredWebhook): WebhookRecord => ({
+  webhook_id: w.id, url: w.url, events: JSON.parse(w.events) as string[], created_at: isoTime(w.created_at), folder_id: w.folder_id, made_by: w.made_by,
+});
+
+/**
+ * Whether a webhook lies in the caller's reach: its folder inside the caller's subtree. A
+ * whole-tree webhook (the root's, an unconfined key's) is in the reach of unconfined callers only.
+ */
+async function inReach(tx: MetadataTx, caller: Caller, action: Action, w: StoredWebhook): Promise<boolean> {
+  if (reachOf(caller) === null) return true;
+  try {
+    await authorizeFolder(tx, caller, action, w.folder_id);
+    return true;
+  } catch (err) {
+    // Out of reach answers 404; anything else is a real failure.
+    if (err instanceof CofferError && err.status === 404) return false;
+    throw err;
+  }
+}
+
+/** The webhook for `action`: 404 `webhook_not_found` when absent or out of the caller's reach. */
+async function webhookFor(tx: MetadataTx, caller: Caller, action: Action, webhookId: string): Promise<StoredWebhook> {
+  authorize(caller, action);
+  const w = await tx.webhooks.get(webhookId);
+  if (!w || !(await inReach(tx, caller, action, w))) throw errors.webhookNotFound(webhookId);
+  return w;
+}
 
 export const deliveryRecord = (d: StoredDelivery): DeliveryRecord => ({
   delivery_id: d.id, webhook_id: d.webhook_id, message_id: d.message_id, event_type: d.event_type, event_seq: d.event_seq, status: d.status,
@@ -54,33 +81,40 @@ export class Webhooks {
   constructor(private readonly c: ServiceContext, private readonly allowPrivate: () => boolean) {}
 
   async create(caller: Caller, req: CreateWebhookRequest): Promise<CreateWebhookResponse> {
-    requireScope(caller, 'admin');
+    // Needs "read" beside "admin": deliveries carry names, sizes and hashes.
+    authorize(caller, 'webhook.create');
     const url = await checkReceiverUrl(req.url, this.allowPrivate());
     const events = parseEvents(req.events);
     const secret = parseSecret(req.secret);
     const row: StoredWebhook = {
       // Only events after this one are delivered.
       id: newId(), url, events: JSON.stringify(events), secret, created_at: this.c.now(), cursor_seq: await this.c.meta.lastEventSeq(),
+      // It hears of its maker's subtree only, and as long as its maker stands.
+      folder_id: reachOf(caller), made_by: caller.kind === 'key' ? caller.keyId : ROOT_MAKER,
     };
     await this.c.meta.transaction((tx) => tx.webhooks.insert(row));
     return { ...webhookRecord(row), secret };
   }
 
   async list(caller: Caller): Promise<ListWebhooksResponse> {
-    requireScope(caller, 'admin');
-    return { webhooks: (await this.c.meta.read.webhooks.list()).map(webhookRecord) };
+    authorize(caller, 'webhook.read');
+    const tx = this.c.meta.read;
+    const seen: StoredWebhook[] = [];
+    for (const w of await tx.webhooks.list()) if (await inReach(tx, caller, 'webhook.read', w)) seen.push(w);
+    return { webhooks: seen.map(webhookRecord) };
   }
 
   async delete(caller: Caller, webhookId: string): Promise<DeleteWebhookResponse> {
-    requireScope(caller, 'admin');
-    const gone = await this.c.meta.transaction((tx) => tx.webhooks.delete(webhookId));
+    const gone = await this.c.meta.transaction(async (tx) => {
+      await webhookFor(tx, caller, 'webhook.write', webhookId);
+      return tx.webhooks.delete(webhookId);
+    });
     if (!gone) throw errors.webhookNotFound(webhookId);
     return { webhook_id: webhookId, deleted: true };
   }
 
   async deliveries(caller: Caller, req: DeliveriesRequest): Promise<DeliveriesResponse> {
-    requireScope(caller, 'admin');
-    if (!(await this.c.meta.read.webhooks.get(req.webhook_id))) throw errors.webhookNotFound(req.webhook_id);
+    await webhookFor(this.c.meta.read, caller, 'webhook.read', req.webhook_id);
     const limit = req.limit ?? 100;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw errors.invalidField('invalid_limit', 'limit', '"limit" must be an integer from 1 to 1000.');
     const before = req.cursor ? decodeCursor(req.cursor) : null;
@@ -91,10 +125,12 @@ export class Webhooks {
 
   /** Sends a delivery again, whatever became of it: at once, with the same webhook-id. */
   async redeliver(caller: Caller, deliveryId: string): Promise<DeliveryRecord> {
-    requireScope(caller, 'admin');
+    authorize(caller, 'webhook.write');
     const row = await this.c.meta.transaction(async (tx) => {
       const d = await tx.webhooks.getDelivery(deliveryId);
-      if (!d) throw errors.deliveryNotFound(deliveryId);
+      const w = d && (await tx.webhooks.get(d.webhook_id));
+      // A delivery of a webhook out of reach is as absent as the webhook.
+      if (!d || !w || !(await inReach(tx, caller, 'webhook.write', w))) throw errors.deliveryNotFound(deliveryId);
       const now = this.c.now();
       // Retried within the delivery's first day as usual; after it, one attempt.
       const patch = { status: 'pending' as const, next_attempt_at: now, locked_until: 0 };
@@ -110,9 +146,7 @@ export class Webhooks {
    * signed and retried like any delivery, outside the event log.
    */
   async test(caller: Caller, webhookId: string): Promise<DeliveryRecord> {
-    requireScope(caller, 'admin');
-    const w = await this.c.meta.read.webhooks.get(webhookId);
-    if (!w) throw errors.webhookNotFound(webhookId);
+    const w = await webhookFor(this.c.meta.read, caller, 'webhook.write', webhookId);
     const now = this.c.now();
     const id = newId();
     const row: StoredDelivery = {

@@ -27,6 +27,8 @@ interface Row {
   need: Need;
   /** Whole-store reads a confined key may not make at all (403, inside or out). */
   unconfinedOnly?: boolean;
+  /** Needs "read" beside `need` (a webhook's deliveries carry file metadata). */
+  alsoRead?: boolean;
   /** Makes what the call acts on (as root, or as the grant for its own uploads) and returns the body. */
   body(ctx: Ctx, place: Place, who: Who): Promise<unknown>;
 }
@@ -93,7 +95,7 @@ const ROWS: Row[] = [
   { path: '/collections/keys/create', need: 'admin', body: async (ctx, place) => ({ name: unique('k'), scopes: ['read'], folder_id: folderOf(ctx, place) }) },
   { path: '/collections/keys/list', need: 'admin', body: async () => ({}) },
   { path: '/collections/usage', need: 'read', unconfinedOnly: true, body: async () => ({ days: 7 }) },
-  { path: '/collections/webhooks/create', need: 'admin', body: async () => ({ url: 'http://127.0.0.1:9/hook', events: ['*'] }) },
+  { path: '/collections/webhooks/create', need: 'admin', alsoRead: true, body: async () => ({ url: 'http://127.0.0.1:9/hook', events: ['*'] }) },
   { path: '/collections/webhooks/list', need: 'admin', body: async () => ({}) },
   { path: '/collections/webhooks/delete', need: 'admin', body: async (ctx) => ({ webhook_id: (await newWebhook(ctx)).webhook_id }) },
   { path: '/collections/webhooks/deliveries', need: 'admin', body: async (ctx) => ({ webhook_id: (await newWebhook(ctx)).webhook_id }) },
@@ -171,7 +173,8 @@ describe('every endpoint × every caller', () => {
         const body = await row.body(ctx, place, who);
         const headers: Record<string, string> = ctx.auth[who] === undefined ? { authorization: '' } : { authorization: ctx.auth[who]! };
         const r = await ctx.o.post(row.path, body, { headers });
-        const want = row.unconfinedOnly && (who === 'inside' || who === 'outside') ? { status: 403, code: 'forbidden' } : expected(who, row.need);
+        const lacking = (row.unconfinedOnly && (who === 'inside' || who === 'outside')) || (row.alsoRead && who === 'admin');
+        const want = lacking ? { status: 403, code: 'forbidden' } : expected(who, row.need);
         seen.push(`${who}:${r.status}`);
         if (want.status === 200) expect(r.status, `${row.path} as ${who}: ${JSON.stringify(r.body)}`).toBe(200);
         else if (want.code) expectError(r, want.status, want.code, `${row.path} as ${who}`);

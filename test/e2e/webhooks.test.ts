@@ -78,7 +78,7 @@ describe('webhooks', () => {
       const made = await subscribe(r, ['file.ready', 'file.deleted']);
       expect(made.secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
       const listed = (await o.post('/collections/webhooks/list', {})).body.webhooks.find((w: any) => w.webhook_id === made.webhook_id);
-      expect(listed).toEqual({ webhook_id: made.webhook_id, url: r.url, events: ['file.ready', 'file.deleted'], created_at: expect.any(String) });
+      expect(listed).toEqual({ webhook_id: made.webhook_id, url: r.url, events: ['file.ready', 'file.deleted'], created_at: expect.any(String), folder_id: null, made_by: 'root' });
       expect((await o.post('/collections/webhooks/delete', { webhook_id: made.webhook_id })).body).toEqual({ webhook_id: made.webhook_id, deleted: true });
       expectError(await o.post('/collections/webhooks/delete', { webhook_id: made.webhook_id }), 404, 'webhook_not_found');
       expectError(await o.post('/collections/webhooks/create', { url: 'ftp://x/y', events: ['*'] }), 400, 'invalid_url');

@@ -1,8 +1,8 @@
 /** Webhooks and their deliveries (contract §11) over Kysely: the same queries on SQLite and PostgreSQL. */
 import type { Kysely, Transaction } from 'kysely';
 import { sql } from './kysely.js';
-import type { StoredDelivery, StoredWebhook } from '../../core/webhooks.js';
-import type { WebhookRows } from '../../core/ports.js';
+import { ROOT_MAKER, type StoredDelivery, type StoredWebhook } from '../../core/webhooks.js';
+import type { FolderMove, WebhookRows } from '../../core/ports.js';
 import type { Database } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -10,7 +10,7 @@ type Db = Kysely<Database> | Transaction<Database>;
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 function webhookRow(row: StoredWebhook): StoredWebhook {
-  return { ...row, created_at: Number(row.created_at), cursor_seq: Number(row.cursor_seq) };
+  return { ...row, created_at: Number(row.created_at), cursor_seq: Number(row.cursor_seq), folder_id: row.folder_id ?? null, made_by: row.made_by ?? ROOT_MAKER };
 }
 
 function deliveryRow(row: StoredDelivery): StoredDelivery {
@@ -92,5 +92,11 @@ export class KyselyWebhookRows implements WebhookRows {
 
   async updateDelivery(id: string, patch: Partial<Omit<StoredDelivery, 'id'>>): Promise<void> {
     await this.db.updateTable('webhook_deliveries').set(patch).where('id', '=', id).execute();
+  }
+
+  async folderParents(folderId: string): Promise<FolderMove[]> {
+    const rows = await this.db.selectFrom('events').select(['seq', 'data']).where('folder_id', '=', folderId)
+      .where('type', 'in', ['folder.created', 'folder.updated']).orderBy('seq').execute();
+    return rows.map((r) => ({ seq: Number(r.seq), parent_id: (JSON.parse(r.data) as { parent_id?: string | null }).parent_id ?? null }));
   }
 }

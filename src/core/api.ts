@@ -127,6 +127,15 @@ export const UpdateFolderRequest = Type.Object({
 }, strict);
 export type UpdateFolderRequest = Static<typeof UpdateFolderRequest>;
 
+// A write answers its record only to a caller that may read it (docs/security.md, "Confinement at the edges of operations").
+const withoutRead = 'Answered instead of the record to a caller without the "read" scope.';
+export const FolderCreated = Type.Object({ folder_id: Type.String(), created: Type.Literal(true) }, { description: withoutRead });
+export const CreateFolderResponse = Type.Union([FolderRecord, FolderCreated]);
+export type CreateFolderResponse = Static<typeof CreateFolderResponse>;
+export const FolderUpdated = Type.Object({ folder_id: Type.String(), updated: Type.Literal(true) }, { description: withoutRead });
+export const UpdateFolderResponse = Type.Union([FolderRecord, FolderUpdated]);
+export type UpdateFolderResponse = Static<typeof UpdateFolderResponse>;
+
 export const DeleteFolderRequest = Type.Object({
   folder_id: Type.String(),
   recursive: Type.Optional(Type.Boolean({ description: 'Delete everything inside too (default false).' })),
@@ -181,6 +190,10 @@ export const UpdateFileRequest = Type.Object({
   folder_id: Type.Optional(Nullable(Type.String({ description: 'Move into this folder; null moves to the root.' }))),
 }, strict);
 export type UpdateFileRequest = Static<typeof UpdateFileRequest>;
+
+export const FileUpdated = Type.Object({ file_id: Type.String(), updated: Type.Literal(true) }, { description: withoutRead });
+export const UpdateFileResponse = Type.Union([FileRecord, FileUpdated]);
+export type UpdateFileResponse = Static<typeof UpdateFileResponse>;
 
 export const DeleteFileResponse = Type.Object({ file_id: Type.String(), deleted: Type.Literal(true) });
 

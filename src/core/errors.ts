@@ -58,8 +58,9 @@ export const errors = {
   s3Upload: () => new CofferError(409, 's3_upload', 'This upload was started through the S3 interface: complete it there (CompleteMultipartUpload).'),
   folderNotEmpty: (folderId: string, files: number, folders: number) =>
     new CofferError(409, 'folder_not_empty', 'The folder is not empty; delete its contents first or pass "recursive": true.', { folder_id: folderId, files, folders }),
-  folderExists: (name: string, existingId: string) =>
-    new CofferError(409, 'folder_exists', `A folder named "${name}" already exists here.`, { name, folder_id: existingId }),
+  /** The existing folder's id only when the caller reaches it; otherwise the name it gave is all it learns. */
+  folderExists: (name: string, existingId: string | null) =>
+    new CofferError(409, 'folder_exists', `A folder named "${name}" already exists here.`, existingId === null ? { name } : { name, folder_id: existingId }),
   cycle: () => new CofferError(409, 'cycle', 'A folder cannot be moved into itself or into one of its own sub-folders.', { field: 'parent_id' }),
   folderTooDeep: (maxDepth: number) =>
     new CofferError(409, 'folder_too_deep', `Folders may be nested at most ${maxDepth} levels deep.`, { field: 'parent_id', max_depth: maxDepth }),

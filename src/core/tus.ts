@@ -31,6 +31,11 @@ export interface StoredTusUpload {
   /** A partial upload whose parts are joined into the object at its file's blob key: 1. */
   joined: number;
   created_at: number;
+  /**
+   * Who made it: "root", "key:{id}" or "grant:{id}"; a final upload takes only partial uploads
+   * of its own caller. Null for uploads made before it was kept (the root's, or their grant's).
+   */
+  made_by: string | null;
 }
 
 /** The object keys of an upload's tail, fresh for each one written. */

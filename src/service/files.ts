@@ -3,12 +3,12 @@ import { nameKey, validateName } from '../core/names.js';
 import { parseVisibility } from '../core/records.js';
 import { errors } from '../core/errors.js';
 import type { StoredFile } from '../core/ports.js';
-import type { FileRecord, UpdateFileRequest } from '../core/api.js';
+import type { UpdateFileRequest, UpdateFileResponse } from '../core/api.js';
 import type { FileWithUsage } from '../core/api-usage.js';
 import { fileEventData, fileRecord } from './records.js';
 import type { ServiceContext } from './context.js';
 import type { Caller } from '../core/access.js';
-import { requireFolderInReach, requireScope } from './access.js';
+import { authorize, authorizeFolder, holds } from './policy.js';
 import { removeFiles } from './trash.js';
 
 export class Files {
@@ -16,14 +16,16 @@ export class Files {
 
   /** The record with what edges have reported serving (contract §11). */
   async get(caller: Caller, fileId: string): Promise<FileWithUsage> {
-    requireScope(caller, 'read');
+    authorize(caller, 'file.read');
     const record = await this.c.toFileRecord(this.c.meta.read, await this.c.requireFileFor(this.c.meta.read, caller, fileId));
     const used = await this.c.meta.read.usage.ofFile(fileId);
     return { ...record, downloads: used.downloads, bytes_served: used.bytes };
   }
 
-  async update(caller: Caller, req: UpdateFileRequest): Promise<FileRecord> {
-    requireScope(caller, 'write');
+  /** The record needs "read" too: without it a no-op update would be a read (docs/security.md). */
+  async update(caller: Caller, req: UpdateFileRequest): Promise<UpdateFileResponse> {
+    authorize(caller, 'file.write');
+    const answer = holds(caller, 'read');
     const { record, seq } = await this.c.meta.transaction(async (tx) => {
       // The destination folder is locked before the file, the order a folder delete locks them in.
       const destination = req.folder_id ? await tx.getFolder(req.folder_id, 'share') : undefined;
@@ -32,12 +34,12 @@ export class Files {
       if (req.folder_id !== undefined) {
         folderId = req.folder_id;
         if (folderId !== null && !destination) throw errors.folderNotFound(folderId, 'folder_id');
-        await requireFolderInReach(tx, caller, folderId);
+        await authorizeFolder(tx, caller, 'file.write', folderId);
       }
       const name = req.name === undefined ? file.name : validateName(req.name);
       const visibility = req.visibility === undefined ? file.visibility : parseVisibility(req.visibility);
       if (name === file.name && folderId === file.folder_id && visibility === file.visibility) {
-        return { record: await this.c.toFileRecord(tx, file), seq: 0 };
+        return { record: answer ? await this.c.toFileRecord(tx, file) : null, seq: 0 };
       }
       const now = this.c.now();
       const updated: StoredFile = { ...file, name, name_key: nameKey(name), folder_id: folderId, visibility, updated_at: now };
@@ -47,14 +49,14 @@ export class Files {
       if (file.status === 'ready') {
         seq = await tx.appendEvent({ type: 'file.updated', file_id: file.id, folder_id: folderId, data: fileEventData(updated, context) }, now);
       }
-      return { record: fileRecord(updated, context, this.c.opts.cdnUrl), seq };
+      return { record: answer ? fileRecord(updated, context, this.c.opts.cdnUrl) : null, seq };
     });
     if (seq) await this.c.publish(seq);
-    return record;
+    return record ?? { file_id: req.file_id, updated: true };
   }
 
   async delete(caller: Caller, fileId: string): Promise<{ file_id: string; deleted: true }> {
-    requireScope(caller, 'write');
+    authorize(caller, 'file.write');
     const seq = await this.c.meta.transaction(async (tx) => {
       // Locked: a completion of this file commits before this reads it, or after it is gone.
       const file = await this.c.requireFileFor(tx, caller, fileId, 'update');

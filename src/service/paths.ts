@@ -10,7 +10,8 @@ import { nameKey, validateName } from '../core/names.js';
 import type { MetadataTx, S3Entry, StoredFile, StoredFolder } from '../core/ports.js';
 import type { Caller } from '../core/access.js';
 import type { ServiceContext } from './context.js';
-import { childPlace, requireScope, rootPlace, sightOf, type Place, type Sight } from './access.js';
+import { childPlace, rootPlace, sightOf, type Place, type Sight } from './access.js';
+import { authorize } from './policy.js';
 import { folderEventData } from './records.js';
 import { removeFiles } from './trash.js';
 
@@ -42,7 +43,7 @@ export class Paths {
 
   /** The folders the caller sees at the top: the buckets. */
   async topFolders(caller: Caller, sight: Sight): Promise<StoredFolder[]> {
-    requireScope(caller, 'read');
+    authorize(caller, 'folder.read');
     const out: StoredFolder[] = [];
     let after: string | null = null;
     for (;;) {
@@ -67,7 +68,7 @@ export class Paths {
 
   /** The newest ready file of this name in a folder the caller reaches, or null. */
   async newest(caller: Caller, at: Located, name: string): Promise<StoredFile | null> {
-    requireScope(caller, 'read');
+    authorize(caller, 'file.read');
     if (at.place !== 'inside') return null;
     return (await this.c.meta.read.s3.filesNamed(at.folder?.id ?? null, name))[0] ?? null;
   }
@@ -77,7 +78,7 @@ export class Paths {
    * emptying it through S3 removes it again). Throws 404 when the caller may not make them.
    */
   async ensureFolders(caller: Caller, sight: Sight, from: Located, names: readonly string[]): Promise<Located> {
-    requireScope(caller, 'write');
+    authorize(caller, 'folder.write');
     const existing = await this.walk(sight, from, names, this.c.meta.read);
     if (existing.missing.length === 0) return existing.at;
     const { at, seq } = await this.c.meta.transaction(async (tx) => {
@@ -123,7 +124,7 @@ export class Paths {
    * has the change. Names with no file are no error.
    */
   async removeNamed(caller: Caller, at: Located, names: readonly string[]): Promise<void> {
-    requireScope(caller, 'write');
+    authorize(caller, 'file.write');
     if (at.place !== 'inside') throw errors.outOfReach();
     const folderId = at.folder?.id ?? null;
     const seq = await this.c.meta.transaction(async (tx) => {
@@ -171,7 +172,7 @@ export class Paths {
    * way down to a confined caller's folder, only the next folder of that way.
    */
   async entries(caller: Caller, sight: Sight, at: Located, after: string | null, limit: number): Promise<SightedPage> {
-    requireScope(caller, 'read');
+    authorize(caller, 'folder.read');
     const page = await this.c.meta.read.s3.entries(at.folder?.id ?? null, after, limit);
     const entries: Array<S3Entry & { place: Place }> = [];
     for (const e of page.entries) {
@@ -191,7 +192,7 @@ export class Paths {
    * S3 would call it empty); 409 folder_not_empty otherwise.
    */
   async removeTopFolder(caller: Caller, folderId: string): Promise<void> {
-    requireScope(caller, 'write');
+    authorize(caller, 'folder.write');
     const seq = await this.c.meta.transaction(async (tx) => {
       await tx.lockFolderTree();
       const folder = await this.c.requireFolderFor(tx, caller, folderId);

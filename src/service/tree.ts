@@ -1,22 +1,34 @@
 /** Folders (contract §5): create, get, update (rename, move, visibility) and delete. */
-import { errors } from '../core/errors.js';
+import { errors, isCofferError, type CofferError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { nameKey, validateName } from '../core/names.js';
 import { parseVisibility } from '../core/records.js';
 import { MAX_FOLDER_DEPTH } from '../core/upload.js';
-import type { StoredFolder } from '../core/ports.js';
-import type { CreateFolderRequest, DeleteFolderRequest, DeleteFolderResponse, FolderRecord, UpdateFolderRequest } from '../core/api.js';
+import type { MetadataTx, StoredFolder } from '../core/ports.js';
+import type { CreateFolderRequest, CreateFolderResponse, DeleteFolderRequest, DeleteFolderResponse, FolderRecord, UpdateFolderRequest, UpdateFolderResponse } from '../core/api.js';
 import { folderEventData } from './records.js';
 import type { ServiceContext } from './context.js';
 import type { Caller } from '../core/access.js';
-import { requireFolderInReach, requireScope } from './access.js';
+import { authorize, authorizeFolder, holds } from './policy.js';
 import { removeFiles } from './trash.js';
+
+/**
+ * 409 folder_exists, with the existing folder's id only when the caller reaches it: a confined
+ * key renaming its own folder meets the names of the folders beside it, outside its reach.
+ */
+async function conflict(tx: MetadataTx, caller: Caller, name: string, existing: StoredFolder): Promise<CofferError> {
+  const seen = await authorizeFolder(tx, caller, 'folder.write', existing.id).then(() => true, (err: unknown) => {
+    if (isCofferError(err) && err.status === 404) return false;
+    throw err;
+  });
+  return errors.folderExists(name, seen ? existing.id : null);
+}
 
 export class Tree {
   constructor(private readonly c: ServiceContext) {}
 
-  async create(caller: Caller, req: CreateFolderRequest): Promise<FolderRecord> {
-    requireScope(caller, 'write');
+  async create(caller: Caller, req: CreateFolderRequest): Promise<CreateFolderResponse> {
+    authorize(caller, 'folder.write');
     const parentId = req.parent_id ?? null;
     const { record, seq } = await this.c.meta.transaction(async (tx) => {
       await tx.lockFolderTree();
@@ -24,36 +36,36 @@ export class Tree {
         await this.c.requireFolderFor(tx, caller, parentId, 'parent_id');
         this.c.checkDepth(await tx.folderChain(parentId), 0);
       } else {
-        await requireFolderInReach(tx, caller, null, 'parent_id');
+        await authorizeFolder(tx, caller, 'folder.write', null, 'parent_id');
       }
       const name = validateName(req.name);
       const existing = await tx.findFolderByName(parentId, name);
-      if (existing) throw errors.folderExists(name, existing.id);
+      if (existing) throw await conflict(tx, caller, name, existing);
       const visibility = parseVisibility(req.visibility);
       const now = this.c.now();
       const folder: StoredFolder = { id: newId(), name, name_key: nameKey(name), visibility, parent_id: parentId, created_at: now, updated_at: now };
       await tx.insertFolder(folder);
       const seq = await tx.appendEvent({ type: 'folder.created', folder_id: folder.id, data: folderEventData(folder) }, now);
-      return { record: await this.c.toFolderRecord(tx, folder), seq };
+      return { record: holds(caller, 'read') ? await this.c.toFolderRecord(tx, folder) : { folder_id: folder.id, created: true as const }, seq };
     });
     await this.c.publish(seq);
     return record;
   }
 
   async get(caller: Caller, folderId: string): Promise<FolderRecord> {
-    requireScope(caller, 'read');
+    authorize(caller, 'folder.read');
     return this.c.toFolderRecord(this.c.meta.read, await this.c.requireFolderFor(this.c.meta.read, caller, folderId));
   }
 
-  async update(caller: Caller, req: UpdateFolderRequest): Promise<FolderRecord> {
-    requireScope(caller, 'write');
+  async update(caller: Caller, req: UpdateFolderRequest): Promise<UpdateFolderResponse> {
+    authorize(caller, 'folder.write');
     const { record, seq } = await this.c.meta.transaction(async (tx) => {
       await tx.lockFolderTree();
       const folder = await this.c.requireFolderFor(tx, caller, req.folder_id);
       let parentId = folder.parent_id;
       if (req.parent_id !== undefined) {
         parentId = req.parent_id;
-        if (parentId === null) await requireFolderInReach(tx, caller, null, 'parent_id');
+        if (parentId === null) await authorizeFolder(tx, caller, 'folder.write', null, 'parent_id');
         else {
           await this.c.requireFolderFor(tx, caller, parentId, 'parent_id');
           const chain = await tx.folderChain(parentId);
@@ -73,24 +85,29 @@ export class Tree {
       }
       if (nameError === null && (name !== folder.name || parentId !== folder.parent_id)) {
         const existing = await tx.findFolderByName(parentId, name);
-        if (existing && existing.id !== folder.id) throw errors.folderExists(name, existing.id);
+        if (existing && existing.id !== folder.id) throw await conflict(tx, caller, name, existing);
       }
       if (nameError) throw nameError;
       const visibility = req.visibility === undefined ? folder.visibility : parseVisibility(req.visibility);
       const changed = name !== folder.name || parentId !== folder.parent_id || visibility !== folder.visibility;
-      if (!changed) return { record: await this.c.toFolderRecord(tx, folder), seq: 0 };
+      if (!changed) return { record: await this.answer(tx, caller, folder), seq: 0 };
       const now = this.c.now();
       const updated: StoredFolder = { ...folder, name, name_key: nameKey(name), parent_id: parentId, visibility, updated_at: now };
       await tx.updateFolder(folder.id, { name, name_key: updated.name_key, parent_id: parentId, visibility, updated_at: now });
       const seq = await tx.appendEvent({ type: 'folder.updated', folder_id: folder.id, data: folderEventData(updated) }, now);
-      return { record: await this.c.toFolderRecord(tx, updated), seq };
+      return { record: await this.answer(tx, caller, updated), seq };
     });
     if (seq) await this.c.publish(seq);
     return record;
   }
 
+  /** An update's answer: the record needs "read" (a no-op update would otherwise be a read). */
+  private async answer(tx: MetadataTx, caller: Caller, folder: StoredFolder): Promise<UpdateFolderResponse> {
+    return holds(caller, 'read') ? this.c.toFolderRecord(tx, folder) : { folder_id: folder.id, updated: true };
+  }
+
   async delete(caller: Caller, req: DeleteFolderRequest): Promise<DeleteFolderResponse> {
-    requireScope(caller, 'write');
+    authorize(caller, 'folder.write');
     const { result, seq } = await this.c.meta.transaction(async (tx) => {
       await tx.lockFolderTree();
       const folder = await this.c.requireFolderFor(tx, caller, req.folder_id);

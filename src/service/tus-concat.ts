@@ -24,7 +24,7 @@ export async function concatenate(t: TusUploads, caller: Caller, req: TusCreate,
   }
   const partials: Found[] = [];
   for (const id of fileIds) {
-    const found = await t.find(t.c.meta.read, caller, id);
+    const found = await t.findOwn(t.c.meta.read, caller, id);
     if (found.tus.kind !== 'partial') throw errors.invalidRequest(`The upload ${id} is not a partial upload (Upload-Concat: partial).`, 'Upload-Concat');
     const state = await t.stateOf(found);
     if (state.offset < state.length) {
@@ -36,7 +36,7 @@ export async function concatenate(t: TusUploads, caller: Caller, req: TusCreate,
   const length = partials.reduce((n, p) => n + p.file.size, 0);
   if (length > t.c.opts.maxFileSize) throw errors.fileTooLarge(t.c.opts.maxFileSize);
   // Limits (a grant's too) apply here as at any creation; the final upload is the file.
-  const file = await t.createFile(caller, t.askOf(req.metadata, length), 'final', req.rawMetadata, fileIds.join(' '));
+  const file = await t.createFile(caller, t.askOf(caller, req.metadata, length), 'final', req.rawMetadata, fileIds.join(' '));
   const held = await t.c.meta.tryExclusive(`tus:${file.id}`, async () => {
     const found = await t.find(t.c.meta.read, caller, file.id);
     await t.writeFrom(found, await t.stateOf(found), { body: concatenated(t, partials), checksum: null });

@@ -20,7 +20,7 @@ import type { MetadataTx, StoredFile } from '../core/ports.js';
 import type { StoredTusUpload, TusKind } from '../core/tus.js';
 import type { ServiceContext } from './context.js';
 import type { Uploads } from './uploads.js';
-import { fileInReach, reachOf, requireUploader } from './access.js';
+import { authorize, authorizeFile, reachOf } from './policy.js';
 import { removeFiles } from './trash.js';
 import { StaleWrite, TusWriter, type TusBody } from './tus-writer.js';
 import { concatenate } from './tus-concat.js';
@@ -59,31 +59,55 @@ export interface Found {
   tus: StoredTusUpload;
 }
 
+const noUpload = () => errors.uploadNotFound('No tus upload is at this address: it never was, was terminated, or expired and was removed.');
+
 /** Partial uploads have no name of their own; this one shows in an upload.expired event. */
 const PARTIAL_NAME = 'tus partial upload';
 
-export const newTusRow = (fileId: string, kind: TusKind, metadata: string | null, concat: string | null, now: number): StoredTusUpload => ({
-  file_id: fileId, kind, metadata, concat, tail_key: null, tail_size: 0, next_tail_key: null, version: 0, joined: 0, created_at: now,
+export const newTusRow = (fileId: string, kind: TusKind, metadata: string | null, concat: string | null, now: number, madeBy: string): StoredTusUpload => ({
+  file_id: fileId, kind, metadata, concat, tail_key: null, tail_size: 0, next_tail_key: null, version: 0, joined: 0, created_at: now, made_by: madeBy,
 });
+
+/** The caller as a tus row records its maker. */
+function makerOf(caller: Caller): string {
+  switch (caller.kind) {
+    case 'key':
+      return `key:${caller.keyId}`;
+    case 'grant':
+      return `grant:${caller.grant.id}`;
+    default:
+      return 'root';
+  }
+}
+
+/** Whether the caller made this upload; the root key counts as the maker of every one. */
+function madeBy(caller: Caller, { file, tus }: Found): boolean {
+  if (caller.kind === 'root') return true;
+  const maker = tus.made_by ?? (file.grant_id !== null ? `grant:${file.grant_id}` : 'root');
+  return maker === makerOf(caller);
+}
 
 export class TusUploads {
   constructor(readonly c: ServiceContext, readonly uploads: Uploads) {}
 
   /** POST: a new upload (and, with a body, its first bytes: see write). */
   async create(caller: Caller, req: TusCreate): Promise<TusState> {
-    requireUploader(caller);
+    authorize(caller, 'upload');
     if (req.concat?.kind === 'final') return concatenate(this, caller, req, req.concat.fileIds);
     if (req.length === null) throw errors.invalidRequest('Send Upload-Length: the upload\'s size in bytes (Upload-Defer-Length is not supported).', 'Upload-Length');
     if (req.length > this.c.opts.maxFileSize) throw errors.fileTooLarge(this.c.opts.maxFileSize);
     const file = req.concat?.kind === 'partial'
       ? await this.createPartial(caller, req.length)
-      : await this.createFile(caller, this.askOf(req.metadata, req.length), 'single', req.rawMetadata, null);
+      : await this.createFile(caller, this.askOf(caller, req.metadata, req.length), 'single', req.rawMetadata, null);
     if (file.size === 0) await this.writeEmptyPart(file);
     return this.state(caller, file.id);
   }
 
-  /** The upload as initiate would start it, from Upload-Metadata (contract §9's keys). */
-  askOf(metadata: TusMetadata, length: number): InitiateUploadRequest {
+  /**
+   * The upload as initiate would start it, from Upload-Metadata (contract §9's keys). Without
+   * `folder_id` it goes to the top of the caller's reach: a confined key's folder, a grant's.
+   */
+  askOf(caller: Caller, metadata: TusMetadata, length: number): InitiateUploadRequest {
     const value = (key: string): string | undefined => {
       const v = metadata.get(key);
       if (v === null) throw errors.invalidField('invalid_metadata', key, `Upload-Metadata gives "${key}" without a value.`);
@@ -96,18 +120,18 @@ export class TusUploads {
     if (contentType !== undefined && !isSendableContentType(contentType)) {
       throw errors.invalidField('invalid_content_type', 'filetype', '"filetype" must be a media type such as "image/png" or "text/plain; charset=utf-8".');
     }
-    const folderId = value('folder_id');
+    const folderId = value('folder_id') || (reachOf(caller) ?? undefined);
     return {
       name, size: length, visibility: value('visibility') ?? 'Private',
       file_type: value('file_type') ?? fileTypeFor(name, contentType),
       ...(contentType !== undefined ? { content_type: contentType } : {}),
-      ...(folderId !== undefined && folderId !== '' ? { folder_id: folderId } : {}),
+      ...(folderId !== undefined ? { folder_id: folderId } : {}),
     };
   }
 
   /** A file's upload through initiate, with its tus row in the same transaction. */
   async createFile(caller: Caller, ask: InitiateUploadRequest, kind: TusKind, metadata: string | null, concat: string | null): Promise<StoredFile> {
-    const session = await this.uploads.initiate(caller, ask, (tx, file) => tx.tus.insert(newTusRow(file.id, kind, metadata, concat, this.c.now())));
+    const session = await this.uploads.initiate(caller, ask, (tx, file) => tx.tus.insert(newTusRow(file.id, kind, metadata, concat, this.c.now(), makerOf(caller))));
     return (await this.c.meta.read.getFile(session.fileId))!;
   }
 
@@ -136,7 +160,7 @@ export class TusUploads {
         if (folderId !== null) await this.c.requireFolder(tx, folderId, 'folder_id', 'share');
         if (caller.kind === 'grant') await this.checkPartialBudget(tx, caller.grant.id, length);
         await tx.insertFile(file);
-        await tx.tus.insert(newTusRow(id, 'partial', null, null, now));
+        await tx.tus.insert(newTusRow(id, 'partial', null, null, now, makerOf(caller)));
       });
       return file;
     } catch (err) {
@@ -157,11 +181,19 @@ export class TusUploads {
   async find(tx: MetadataTx, caller: Caller, fileId: string): Promise<Found> {
     const file = await tx.getFile(fileId);
     const tus = file ? await tx.tus.get(fileId) : undefined;
-    if (!file || !tus || !(await fileInReach(tx, caller, file))) {
-      throw errors.uploadNotFound('No tus upload is at this address: it never was, was terminated, or expired and was removed.');
-    }
+    if (!file || !tus || !(await authorizeFile(tx, caller, 'upload', file))) throw noUpload();
     if (this.c.isExpired(file)) throw errors.uploadExpired();
     return { file, tus };
+  }
+
+  /**
+   * An upload whose bytes this caller may build on (a final upload's partial uploads): only its
+   * own. Another caller's is as unknown as one that never was, even within the same folder.
+   */
+  async findOwn(tx: MetadataTx, caller: Caller, fileId: string): Promise<Found> {
+    const found = await this.find(tx, caller, fileId);
+    if (!madeBy(caller, found)) throw noUpload();
+    return found;
   }
 
   /** Where the upload stands, from what is recorded. */
@@ -182,7 +214,7 @@ export class TusUploads {
 
   /** HEAD. An upload whose bytes are all in is finished first (after a crash, or a failed completion). */
   async state(caller: Caller, fileId: string): Promise<TusState> {
-    requireUploader(caller);
+    authorize(caller, 'upload');
     const found = await this.find(this.c.meta.read, caller, fileId);
     const state = await this.stateOf(found);
     return state.offset === state.length ? this.finish(caller, found, state) : state;
@@ -190,7 +222,7 @@ export class TusUploads {
 
   /** PATCH: the body's bytes at `offset`. One write per upload at a time, among every origin. */
   async write(caller: Caller, fileId: string, offset: number, input: TusBody): Promise<TusState> {
-    requireUploader(caller);
+    authorize(caller, 'upload');
     const held = await this.c.meta.tryExclusive(`tus:${fileId}`, async () => {
       const found = await this.find(this.c.meta.read, caller, fileId);
       if (found.tus.kind === 'final') throw errors.forbidden('A final upload is made of its partial uploads; it takes no PATCH.');
@@ -275,7 +307,7 @@ export class TusUploads {
 
   /** DELETE (termination): an unfinished upload and everything it holds; a finished one is a file, deleted as one. */
   async terminate(caller: Caller, fileId: string): Promise<void> {
-    requireUploader(caller);
+    authorize(caller, 'upload');
     await this.c.meta.transaction(async (tx) => {
       const { file } = await this.find(tx, caller, fileId);
       const locked = await tx.getFile(file.id, 'update');

@@ -543,12 +543,12 @@ describe.each(engines)('MetadataStore on %s', (engine, open) => {
       const f = file('tus.bin', null, { status: 'uploading', sha256: null, completed_at: null, grant_id: 'g-tus', size: 700 });
       await store.transaction(async (tx) => {
         await tx.insertFile(f);
-        await tx.tus.insert({ file_id: f.id, kind: 'partial', metadata: null, concat: null, tail_key: null, tail_size: 0, next_tail_key: null, version: 0, joined: 0, created_at: T0 });
+        await tx.tus.insert({ file_id: f.id, kind: 'partial', metadata: null, concat: null, tail_key: null, tail_size: 0, next_tail_key: null, version: 0, joined: 0, created_at: T0, made_by: 'grant:g-tus' });
       });
       expect(await store.read.tus.partialBytesOfGrant('g-tus')).toBe(700);
       expect(await store.read.tus.update(f.id, 0, { tail_key: 'tus-tails/x/1', tail_size: 12 })).toBe(true);
       expect(await store.read.tus.update(f.id, 0, { tail_size: 99 })).toBe(false);
-      expect(await store.read.tus.get(f.id)).toMatchObject({ version: 1, tail_key: 'tus-tails/x/1', tail_size: 12, kind: 'partial' });
+      expect(await store.read.tus.get(f.id)).toMatchObject({ version: 1, tail_key: 'tus-tails/x/1', tail_size: 12, kind: 'partial', made_by: 'grant:g-tus' });
       expect((await store.read.tus.ofFiles([f.id, 'nothing'])).map((t) => t.file_id)).toEqual([f.id]);
       await store.transaction((tx) => tx.deleteFiles([f.id]));
       expect(await store.read.tus.get(f.id)).toBeUndefined();

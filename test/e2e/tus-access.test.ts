@@ -123,8 +123,11 @@ describe('keys on /tus', () => {
   test('a key confined to a folder uploads inside it only, and sees no upload outside it', async () => {
     const k = await keyClient(['write', 'read'], box);
     refused(await k.create(10, { ...png, folder_id: other }), 404, 'folder_not_found');
-    // No folder named: the root, which is outside its reach.
-    refused(await k.create(10, png), 404, 'not_found');
+    // No folder named: the key's own folder (for a grant, the grant's).
+    const unnamed = await k.create(1, png);
+    expect(unnamed.status).toBe(201);
+    const landed = await k.patch(unnamed.headers.location!, 0, Buffer.from('z'));
+    expect((await o.post('/collections/file/get', { file_id: landed.headers['coffer-file-id'] })).body.folder_id).toBe(box);
     const inside = await k.create(3, { ...png, folder_id: box });
     expect(inside.status).toBe(201);
     expect((await k.patch(inside.headers.location!, 0, Buffer.from('abc'))).status).toBe(204);

@@ -42,5 +42,6 @@ const tusMaker: Migration = {
 export function reachMigrations(_dialect: Dialect): Record<string, Migration> {
   return {
     '0012_webhook_reach': webhookReach,
+    '0014_tus_maker': tusMaker,
   };
 }

@@ -16,9 +16,9 @@ export const updateFile = endpoint({
   path: '/collections/file/update',
   tag: 'Files',
   summary: 'Rename, move or switch the visibility of a file',
-  description: 'Takes effect at every edge before it answers; the delivery URL and issued links keep working.',
+  description: 'Takes effect at every edge before it answers; the delivery URL and issued links keep working. A key without "read" is answered {file_id, updated: true}, not the record.',
   body: api.UpdateFileRequest,
-  response: api.FileRecord,
+  response: api.UpdateFileResponse,
   handle: (s, body, caller) => s.files.update(caller, body),
 });
 

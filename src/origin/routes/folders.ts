@@ -5,9 +5,9 @@ export const createFolder = endpoint({
   path: '/collections/folder/create',
   tag: 'Folders',
   summary: 'Create a folder',
-  description: 'Folder names are unique among the sub-folders of one parent (409 folder_exists).',
+  description: 'Folder names are unique among the sub-folders of one parent (409 folder_exists). A key without "read" is answered {folder_id, created: true}, not the record.',
   body: api.CreateFolderRequest,
-  response: api.FolderRecord,
+  response: api.CreateFolderResponse,
   handle: (s, body, caller) => s.tree.create(caller, body),
 });
 
@@ -24,9 +24,9 @@ export const updateFolder = endpoint({
   path: '/collections/folder/update',
   tag: 'Folders',
   summary: 'Rename, move or switch the visibility of a folder',
-  description: 'Takes effect at every edge before it answers. Moving a folder into its own subtree is 409 cycle.',
+  description: 'Takes effect at every edge before it answers. Moving a folder into its own subtree is 409 cycle. A key without "read" is answered {folder_id, updated: true}, not the record.',
   body: api.UpdateFolderRequest,
-  response: api.FolderRecord,
+  response: api.UpdateFolderResponse,
   handle: (s, body, caller) => s.tree.update(caller, body),
 });
 

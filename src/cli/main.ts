@@ -9,6 +9,7 @@ import { CREDENTIALS_FILE, MISSING_EDGE_TOKEN, type Generated } from '../config/
 import { SERVICE_UMASK, prepareDataDir } from '../config/data-dir.js';
 import { join } from 'node:path';
 import { CofferError } from '../core/errors.js';
+import { connectionBudget } from '../core/fd-budget.js';
 import { dashIdsAsOperands, registerAccessCommands, registerClientCommands } from './commands.js';
 import { CliError } from './io.js';
 
@@ -87,7 +88,9 @@ async function runOrigin(options: Record<string, string | undefined>): Promise<v
 }
 
 async function runServe(options: Record<string, string | undefined>): Promise<void> {
-  const config = configFrom(options);
+  const configured = configFrom(options);
+  // Three listeners in one process, origin, S3 and edge: each gets its share of the descriptors.
+  const config = { ...configured, maxConnections: configured.maxConnections ?? connectionBudget(3) };
   restrictNewFiles();
   const origin = await startOrigin(config, { announce: announce(config.dataDir) });
   process.stdout.write(`origin listening on ${origin.url}\n`);

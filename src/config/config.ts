@@ -3,6 +3,7 @@
  * same name in kebab case (`--data-dir` or `--coffer-data-dir` for COFFER_DATA_DIR).
  */
 import { DEFAULT_MAX_FILE_SIZE } from '../core/upload.js';
+import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../core/listener-bounds.js';
 import { MAX_VARIANT_SIDE } from '../core/variants.js';
 
 export interface Config {
@@ -26,6 +27,10 @@ export interface Config {
   headersTimeoutMs: number;
   /** Milliseconds a request body or a response may make no progress before the connection is dropped. */
   idleTimeoutMs: number;
+  /** Connections each listener (origin, S3, edge) holds at once; unset: a share of the open-file limit (core/fd-budget.ts). */
+  maxConnections: number | undefined;
+  /** Connections one client address holds at once on each listener. */
+  maxConnectionsPerAddress: number;
   edgeCacheBytes: number | undefined;
   edgeLeaseMs: number;
   publicMaxAge: number | undefined;
@@ -76,6 +81,8 @@ export const SETTINGS = [
   ['COFFER_ORIGIN_CA', 'PEM file of the CA an edge trusts when --origin is https:// (default: the system CAs)'],
   ['COFFER_HEADERS_TIMEOUT_MS', 'milliseconds a client may take to send request headers (default 30000)'],
   ['COFFER_IDLE_TIMEOUT_MS', 'milliseconds a request body or a response may stall before the connection is dropped (default 30000)'],
+  ['COFFER_MAX_CONNECTIONS', 'connections each listener (origin, S3, edge) holds at once; more are closed as they come (default: a share of the open-file limit)'],
+  ['COFFER_MAX_CONNECTIONS_PER_ADDRESS', 'connections one client address (IPv6: its /64) holds at once on each listener (default 1000)'],
   ['COFFER_EDGE_CACHE_BYTES', "an edge's cache bound"],
   ['COFFER_EDGE_LEASE_MS', 'how long an edge serves from cache without hearing from the origin (default 5000)'],
   ['COFFER_PUBLIC_MAX_AGE', 'seconds of browser caching for Public answers'],
@@ -120,8 +127,8 @@ function integer(name: string, raw: string | undefined, fallback: number, min = 
   return value;
 }
 
-function optionalInteger(name: string, raw: string | undefined): number | undefined {
-  return raw === undefined || raw === '' ? undefined : integer(name, raw, 0);
+function optionalInteger(name: string, raw: string | undefined, min = 0): number | undefined {
+  return raw === undefined || raw === '' ? undefined : integer(name, raw, 0, min);
 }
 
 /** A comma-separated list of whole numbers from `min` to `max`; undefined when unset. */
@@ -171,6 +178,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     originCa: get('COFFER_ORIGIN_CA') || undefined,
     headersTimeoutMs: integer('COFFER_HEADERS_TIMEOUT_MS', get('COFFER_HEADERS_TIMEOUT_MS'), 30_000, 1),
     idleTimeoutMs: integer('COFFER_IDLE_TIMEOUT_MS', get('COFFER_IDLE_TIMEOUT_MS'), 30_000, 1),
+    maxConnections: optionalInteger('COFFER_MAX_CONNECTIONS', get('COFFER_MAX_CONNECTIONS'), 1),
+    maxConnectionsPerAddress: integer('COFFER_MAX_CONNECTIONS_PER_ADDRESS', get('COFFER_MAX_CONNECTIONS_PER_ADDRESS'), DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, 1),
     edgeCacheBytes: optionalInteger('COFFER_EDGE_CACHE_BYTES', get('COFFER_EDGE_CACHE_BYTES')),
     edgeLeaseMs: integer('COFFER_EDGE_LEASE_MS', get('COFFER_EDGE_LEASE_MS'), 5000, 1),
     publicMaxAge: optionalInteger('COFFER_PUBLIC_MAX_AGE', get('COFFER_PUBLIC_MAX_AGE')),

@@ -1,5 +1,5 @@
 /**
- * One edge location: a plain Node HTTP server (no framework on the hot path) answering
+ * One edge location: a plain Node HTTP server (listener.ts) answering
  * from its cache while its lease on the origin's feed holds, and re-checking each
  * request with the origin, or answering 503, while it does not.
  */
@@ -19,7 +19,6 @@ import { FeedFollower } from './follower.js';
 import { originClient } from './origin-client.js';
 import { EdgeState, type EdgeFile, type EdgeFolder } from './state.js';
 import { edgeMetrics } from './metrics.js';
-import { clientErrorResponse } from '../core/client-error.js';
 import { UsageMeter } from './usage.js';
 import { AccessLog } from './access-log.js';
 import { VariantMaker } from './variants/maker.js';
@@ -30,6 +29,7 @@ import { relay, streamFile } from './send.js';
 import { Prefetcher } from './prefetch.js';
 import { AnswerHeaders, sendError } from './answer-headers.js';
 import { saveSeqEvery } from './state-file.js';
+import { listenEdge } from './listener.js';
 
 /** The route label of a request: a fixed set, never a file id. */
 const routeOf = (target: string | undefined): string => {
@@ -316,29 +316,14 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     }
   }
 
-  // Headers that stall, and a client that stops reading, are dropped; nothing waits on them.
-  const server = http.createServer({
-    keepAliveTimeout: 65_000,
-    headersTimeout: config.headersTimeoutMs,
-    requestTimeout: 0,
-    connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
-  }, (req, res) => {
+  const server = await listenEdge(config, (req, res) => {
     metrics.observe(req, res, routeOf(req.url));
     handle(req, res).catch((err) => {
       log.error({ err }, 'delivery failed');
       if (!res.headersSent) sendError(res, 502, 'bad_gateway', 'The file could not be fetched from the origin; try again.');
       else res.destroy();
     });
-  });
-  server.setTimeout(config.idleTimeoutMs);
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (socket.writable) socket.end(clientErrorResponse(err.code));
-    else socket.destroy();
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.edgePort, config.host, () => resolve());
-  });
+  }, log);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.edgePort;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;

@@ -14,7 +14,9 @@ import { registerSessionRoutes } from './session-routes.js';
 import { DEFAULT_PLAYGROUND_DIR, registerPlayground } from './playground.js';
 import { registerChunkRoute } from './chunk-route.js';
 import { clientErrorResponse } from '../core/client-error.js';
-import { installRequestTimeouts, limitConnectionsPerAddress, httpServerOptions } from './request-timeouts.js';
+import { installRequestTimeouts, httpServerOptions } from './request-timeouts.js';
+import { boundListener, type ConnectionCaps } from '../core/listener-bounds.js';
+import { listenerCaps } from '../core/fd-budget.js';
 import { installStrictJson } from './json-body.js';
 import type { Endpoint } from './routes/endpoint.js';
 import type { EdgeHub } from './edge-hub.js';
@@ -55,6 +57,8 @@ export interface OriginAppOptions {
   headersTimeoutMs?: number;
   /** Milliseconds a connection may make no progress, reading a body or writing an answer, before it is dropped (default 30 s). */
   idleTimeoutMs?: number;
+  /** Connections held at once, in all and per address (default: the open-file budget of one listener). */
+  connections?: ConnectionCaps;
 }
 
 const ENDPOINTS: Endpoint[] = [
@@ -158,7 +162,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   app.removeContentTypeParser('text/plain');
   installStrictJson(app);
   installRequestTimeouts(app, timeouts);
-  limitConnectionsPerAddress(app.server);
+  boundListener(app.server, { ...timeouts, ...(opts.connections ?? listenerCaps({}, 1)) }, (message) => app.log.warn(message));
 
   let closing = false;
   app.addHook('preClose', async () => {

@@ -4,9 +4,9 @@
  * between the two, while a handler works (a change waiting for edges, joining a large
  * upload), is bounded by the service, not by the client, so the idle timeout is off then.
  */
-import type { Server, ServerOptions } from 'node:http';
-import type { Socket } from 'node:net';
+import type { ServerOptions } from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { boundedServerOptions } from '../core/listener-bounds.js';
 import { ReceivingMessage } from './received-bytes.js';
 
 export interface RequestTimeouts {
@@ -16,16 +16,11 @@ export interface RequestTimeouts {
   idleTimeoutMs: number;
 }
 
-/** The options an origin's servers are made with: bounds enforced, body bytes counted (received-bytes.ts). */
+/** The options an origin's servers are made with: the listeners' bounds (core/listener-bounds.ts), body bytes counted (received-bytes.ts). */
 export function httpServerOptions(t: RequestTimeouts): { http: ServerOptions; connectionTimeout: number } {
   return {
-    http: {
-      // Node checks the headers timeout only every connectionsCheckingInterval (30 s by default).
-      headersTimeout: t.headersTimeoutMs,
-      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(t.headersTimeoutMs / 4))),
-      IncomingMessage: ReceivingMessage,
-    },
-    // The socket's idle timeout; Node destroys a socket that reaches it.
+    http: { ...boundedServerOptions(t), IncomingMessage: ReceivingMessage },
+    // Fastify sets it as the socket's idle timeout, as boundListener does.
     connectionTimeout: t.idleTimeoutMs,
   };
 }
@@ -35,9 +30,6 @@ export function httpServerOptions(t: RequestTimeouts): { http: ServerOptions; co
  * body must also arrive whole within the idle timeout plus its size limit at this rate.
  */
 const MIN_BODY_BYTES_PER_SECOND = 64 * 1024;
-
-/** Connections one client address may hold open at once; more are closed as they come. */
-export const MAX_CONNECTIONS_PER_ADDRESS = 1000;
 
 const bodyTimers = new WeakMap<object, NodeJS.Timeout>();
 
@@ -66,24 +58,5 @@ export function installRequestTimeouts(app: FastifyInstance, t: RequestTimeouts)
   });
   app.addHook('onSend', async (request) => {
     request.raw.socket?.setTimeout(t.idleTimeoutMs);
-  });
-}
-
-/** Closes connections beyond MAX_CONNECTIONS_PER_ADDRESS from one address, so no client can use up the process's sockets. */
-export function limitConnectionsPerAddress(server: Server, max = MAX_CONNECTIONS_PER_ADDRESS): void {
-  const open = new Map<string, number>();
-  server.on('connection', (socket: Socket) => {
-    const address = socket.remoteAddress ?? '';
-    const n = (open.get(address) ?? 0) + 1;
-    if (n > max) {
-      socket.destroy();
-      return;
-    }
-    open.set(address, n);
-    socket.once('close', () => {
-      const left = (open.get(address) ?? 1) - 1;
-      if (left <= 0) open.delete(address);
-      else open.set(address, left);
-    });
   });
 }

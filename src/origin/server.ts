@@ -12,6 +12,7 @@ import { buildS3App } from '../s3/server.js';
 import { EdgeHub } from './edge-hub.js';
 import { openEventWake } from './event-wake.js';
 import { join } from 'node:path';
+import { listenerCaps } from '../core/fd-budget.js';
 
 export interface RunningOrigin {
   url: string;
@@ -38,6 +39,8 @@ export interface StartOriginOptions {
 export const sweepInterval = (ttlSeconds: number): number => Math.min(60_000, Math.max(250, (ttlSeconds * 1000) / 4));
 
 export async function startOrigin(config: Config, opts: StartOriginOptions = {}): Promise<RunningOrigin> {
+  // Two listeners, the origin's and S3's, unless `coffer serve` shared the budget out already.
+  const connections = listenerCaps(config, 2);
   const dataDir = await prepareDataDir(config.dataDir);
   const credentials = await resolveCredentials(config.dataDir, config, opts.announce ?? (() => {}));
   const meta = await openMetadataStore(config.dataDir, config.databaseUrl);
@@ -82,7 +85,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
   });
   const app = await buildOriginApp({
     service, accessKey: credentials.accessKey, baseUrl: config.baseUrl, currentBaseUrl: () => config.baseUrl, rateLimit: config.rateLimit, logLevel: config.logLevel,
-    sessionTtlSeconds: config.sessionTtl, headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs,
+    sessionTtlSeconds: config.sessionTtl, headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs, connections,
     ...(opts.logStream ? { logStream: opts.logStream } : {}),
     ...(opts.playgroundDir ? { playgroundDir: opts.playgroundDir } : {}),
     edges: { hub, tokens: credentials.edgeTokens },
@@ -107,7 +110,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
 
   const s3App = await buildS3App({
     service, accessKey: credentials.accessKey, rateLimit: config.rateLimit, logLevel: config.logLevel,
-    headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs, ...(opts.logStream ? { logStream: opts.logStream } : {}),
+    headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs, connections, ...(opts.logStream ? { logStream: opts.logStream } : {}),
   });
   await app.listen({ host: config.host, port: config.port });
   try {

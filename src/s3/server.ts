@@ -12,7 +12,9 @@ import type { Readable } from 'node:stream';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { CofferService } from '../service/service.js';
 import { installAuthentication } from '../origin/auth/hook.js';
-import { installRequestTimeouts, limitConnectionsPerAddress, httpServerOptions } from '../origin/request-timeouts.js';
+import { installRequestTimeouts, httpServerOptions } from '../origin/request-timeouts.js';
+import { boundListener, type ConnectionCaps } from '../core/listener-bounds.js';
+import { listenerCaps } from '../core/fd-budget.js';
 import { s3Authenticator, targetOf, verifiedOf } from './auth.js';
 import { toS3Error } from './errors.js';
 import { errorDocument } from './xml.js';
@@ -115,6 +117,8 @@ export interface S3AppOptions {
   logStream?: NodeJS.WritableStream;
   headersTimeoutMs: number;
   idleTimeoutMs: number;
+  /** Connections held at once, in all and per address (default: the open-file budget of one listener). */
+  connections?: ConnectionCaps;
 }
 
 /** The S3 interface on a port of its own, at its root. */
@@ -133,7 +137,7 @@ export async function buildS3App(opts: S3AppOptions): Promise<FastifyInstance> {
     forceCloseConnections: 'idle',
   });
   installRequestTimeouts(app, timeouts);
-  limitConnectionsPerAddress(app.server);
+  boundListener(app.server, { ...timeouts, ...(opts.connections ?? listenerCaps({}, 1)) }, (message) => app.log.warn(message));
   installAuthentication(app, { accessKey: opts.accessKey, service: opts.service, edgeTokens: [], rateLimit: opts.rateLimit, s3: s3Authenticator(opts.service) });
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({ method: request.method, url: request.url.split('?')[0], status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 100) / 100 }, 's3 request');

@@ -9,7 +9,7 @@ import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { RunningEdge } from '../../src/edge/server.js';
-import { limitConnectionsPerAddress } from '../../src/origin/request-timeouts.js';
+import { limitConnectionsPerAddress } from '../../src/core/listener-bounds.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { expectError } from '../helpers/api.js';

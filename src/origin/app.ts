@@ -9,7 +9,6 @@ import { ErrorBody } from '../core/api.js';
 import { DEFAULT_SESSION_TTL_SECONDS, type CofferService } from '../service/service.js';
 import { CSRF_HEADER } from './auth/session-cookie.js';
 import { installAuthentication } from './auth/hook.js';
-import { accessOf } from './auth/access.js';
 import { registerSessionRoutes } from './session-routes.js';
 import { DEFAULT_PLAYGROUND_DIR, registerPlayground } from './playground.js';
 import { registerChunkRoute } from './chunk-route.js';
@@ -184,9 +183,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   opts.metrics?.install(app);
 
   app.addHook('onResponse', async (request, reply) => {
-    // A presigned S3 URL's query is a credential: it stays out of the log.
-    const url = accessOf(request) === 's3' ? request.url.split('?')[0] : request.url;
-    request.log.info({ method: request.method, url, status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
+    request.log.info({ method: request.method, url: request.url, status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {

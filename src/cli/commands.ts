@@ -146,7 +146,8 @@ export function registerAccessCommands(program: Command, io: Io = defaultIo()): 
     .addHelpText('after', `
 Keys have scopes: read (get, list, search, download, links), write (uploads, folder and
 file changes, grants, revoke-links), admin (keys). A key confined to a folder sees only
-that folder and what is inside it. Only the root key makes admin keys.
+that folder and what is inside it. Only the root key makes admin keys; a key makes keys
+only with scopes it holds, expiring no later than itself, and they stop working with it.
 ${examples(
     'coffer keys create --name backup-job --scope read,write --folder /photos --expires-in 30d',
     'coffer keys ls',

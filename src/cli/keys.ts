@@ -99,12 +99,14 @@ export async function listKeys(flags: ClientFlags & { json?: boolean }, io: Io):
     return;
   }
   const paths = await folderPaths(client, keys);
-  const rows = [['ID', 'NAME', 'SCOPES', 'FOLDER', 'CREATED', 'EXPIRES', 'LAST USED', 'REVOKED']];
+  const rows = [['ID', 'NAME', 'SCOPES', 'FOLDER', 'CREATED', 'EXPIRES', 'LAST USED', 'REVOKED', 'MADE BY']];
   for (const k of keys) {
     const expires = k.expires_at === null ? 'never' : `${formatTime(k.expires_at)}${Date.parse(k.expires_at) <= now ? ' (expired)' : ''}`;
     rows.push([
       k.key_id, safeText(k.name), k.scopes.join(','), k.folder_id === null ? '/ (all)' : paths.get(k.folder_id)!,
       formatTime(k.created_at), expires, k.last_used_at ? formatTime(k.last_used_at) : 'never', k.revoked_at ? formatTime(k.revoked_at) : '-',
+      // A key stops working with the key that made it: the lineage shows which.
+      k.created_by,
     ]);
   }
   io.stdout.write(table(rows) + '\n');

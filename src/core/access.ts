@@ -2,6 +2,7 @@
  * Who is calling, as the service sees it, and the records of keys and upload grants
  * (contract §10). Pure types and rules; the service applies them (service/access.ts).
  */
+import { createHmac } from 'node:crypto';
 import type { Visibility } from './records.js';
 
 export type Scope = 'read' | 'write' | 'admin';
@@ -21,6 +22,8 @@ export interface StoredKey {
   last_used_at: number | null;
   /** The key's SigV4 signing secret, sealed (core/key-seal.ts); null for keys made before S3 access existed. */
   sigv4_secret?: string | null;
+  /** "root" or the id of the key that made it (its maker); keys made before lineage was kept read "root". */
+  created_by: string;
 }
 
 /** An upload grant: what a browser holding it may upload. Only the SHA-256 of its secret is kept. */
@@ -38,6 +41,8 @@ export interface StoredGrant {
   expires_at: number;
   /** "root" or the id of the key that made it. */
   created_by: string;
+  /** Made by the root key: that key's fingerprint (rootFingerprint), so a rotation ends it; null when a key made it. */
+  root_fingerprint?: string | null;
 }
 
 export type Caller =
@@ -48,6 +53,13 @@ export type Caller =
   | { kind: 'edge' };
 
 export const ROOT_CALLER: Caller = { kind: 'root', via: 'key' };
+
+/**
+ * What sessions and root-made grants store of the root key that made them: an HMAC under the
+ * key of a fixed label. It names the key without revealing it, and differs from every other
+ * digest of the key the service keeps (the sealing key, the Bearer comparison).
+ */
+export const rootFingerprint = (rootKey: string): string => createHmac('sha256', rootKey).update('coffer root key fingerprint v1').digest('hex');
 
 export const parseScopes = (text: string): Set<Scope> =>
   new Set(text.split(',').filter((s): s is Scope => (SCOPES as readonly string[]).includes(s)));

@@ -12,7 +12,10 @@ export const CreateKeyRequest = Type.Object({
   name: Type.String({ description: 'A label: 1–255 characters.' }),
   scopes: Scopes,
   folder_id: Type.Optional(Nullable(Type.String({ description: 'Confines the key to this folder and what is inside it.' }))),
-  expires_in: Type.Optional(Nullable(Type.Number({ description: 'Seconds until the key stops working; none: it works until revoked.' }))),
+  expires_in: Type.Optional(Nullable(Type.Number({
+    description: 'Seconds until the key stops working; none: until revoked, or when made by an expiring key, until that key expires. '
+      + 'Past the making key\'s expiry: 400 invalid_expiry.',
+  }))),
 }, strict);
 export type CreateKeyRequest = Static<typeof CreateKeyRequest>;
 
@@ -25,6 +28,7 @@ export const KeyRecord = Type.Object({
   expires_at: Nullable(Time),
   revoked_at: Nullable(Time),
   last_used_at: Nullable(Time),
+  created_by: Type.String({ description: 'Who made it: "root" (the root key or a Playground session) or the key_id of the key that made it. It stops working when that key does.' }),
 });
 export type KeyRecord = Static<typeof KeyRecord>;
 
@@ -46,7 +50,7 @@ export const CreateGrantRequest = Type.Object({
   visibility: Type.Optional(Type.String({ description: '"Public" or "Private": every upload must ask for it.' })),
   max_size: Type.Number({ description: 'Largest declared size, in bytes, of each file.' }),
   content_types: Type.Optional(Type.Array(Type.String(), { description: 'Allowed content types; "image/*" allows every image type.' })),
-  expires_in: Type.Optional(Type.Number({ description: 'Seconds, 1–86400; default 3600.' })),
+  expires_in: Type.Optional(Type.Number({ description: 'Seconds, 1–86400; default 3600, or less when the making key expires sooner. Past its expiry: 400 invalid_expiry.' })),
   max_files: Type.Optional(Type.Number({ description: 'How many uploads may be started with it; default 1.' })),
 }, strict);
 export type CreateGrantRequest = Static<typeof CreateGrantRequest>;

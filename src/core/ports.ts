@@ -100,6 +100,8 @@ export interface StoredSession {
   csrf_token: string;
   created_at: number;
   expires_at: number;
+  /** The fingerprint of the root key it was signed in with (core/access.ts rootFingerprint); null for sessions older than it. */
+  root_fingerprint: string | null;
 }
 
 /** A blob left to remove: the multipart upload `upload_id` if set, the object if `object` is 1. */

@@ -1,6 +1,7 @@
 /**
  * Keys and upload grants (contract §10): made here, returned once, stored as the SHA-256 of
- * their secret. A key confined to a folder can only hand out what it reaches itself.
+ * their secret. A key hands out only what it has itself: its folder's subtree, its scopes,
+ * its lifetime (service/lineage.ts); what it made stops with it.
  */
 import { createHash } from 'node:crypto';
 import { errors } from '../core/errors.js';
@@ -10,25 +11,30 @@ import { isoTime, parseVisibility } from '../core/records.js';
 import { isSendableContentType } from '../core/file-types.js';
 import { MAX_EXPIRY_SECONDS } from '../core/signing.js';
 import { openSecret, sealSecret, sealingKey, sigv4Secret } from '../core/key-seal.js';
-import { GRANT_PREFIX, KEY_PREFIX, SCOPES, parseScopes, type Caller, type Scope, type StoredGrant, type StoredKey } from '../core/access.js';
+import {
+  GRANT_PREFIX, KEY_PREFIX, SCOPES, parseScopes, rootFingerprint, type Caller, type Scope, type StoredGrant, type StoredKey,
+} from '../core/access.js';
 import type { MetadataTx } from '../core/ports.js';
 import type {
   CreateGrantRequest, CreateGrantResponse, CreateKeyRequest, CreateKeyResponse, KeyRecord, ListKeysResponse, RevokeKeyResponse,
 } from '../core/api-access.js';
 import type { ServiceContext } from './context.js';
-import { reachOf, requireFolderInReach, requireScope } from './access.js';
+import { requireFolderInReach } from './access.js';
+import { authorize, authorizeFolder, reachOf, type Action } from './policy.js';
+import { checkChildKey, expiryWithin, keyStanding, makerOf } from './lineage.js';
 
 const hashOf = (secret: string): string => createHash('sha256').update(secret).digest('hex');
 /** Ten years: long enough for "until revoked", short enough to stay a safe integer of milliseconds. */
 const MAX_KEY_SECONDS = 10 * 365 * 86_400;
 const MAX_GRANT_FILES = 10_000;
+const DEFAULT_GRANT_SECONDS = 3600;
 const CONTENT_TYPE_PATTERN = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/\*$/i;
 
 function keyRecord(k: StoredKey): KeyRecord {
   return {
     key_id: k.id, name: k.name, scopes: k.scopes.split(',').filter(Boolean), folder_id: k.folder_id, created_at: isoTime(k.created_at),
     expires_at: k.expires_at === null ? null : isoTime(k.expires_at), revoked_at: k.revoked_at === null ? null : isoTime(k.revoked_at),
-    last_used_at: k.last_used_at === null ? null : isoTime(k.last_used_at),
+    last_used_at: k.last_used_at === null ? null : isoTime(k.last_used_at), created_by: k.created_by,
   };
 }
 
@@ -56,21 +62,25 @@ const TOUCH_INTERVAL_MS = 60_000;
 
 export class Credentials {
   private readonly sealing: Buffer | null;
+  /** What root-made grants are bound to: a rotation of the root key ends them. */
+  private readonly rootPrint: string | null;
 
   constructor(private readonly c: ServiceContext) {
     this.sealing = c.opts.rootKey ? sealingKey(c.opts.rootKey) : null;
+    this.rootPrint = c.opts.rootKey ? rootFingerprint(c.opts.rootKey) : null;
   }
 
   /**
-   * The key an S3 request names by its access key id (contract §12), read on every request so
-   * a revoked key fails at once. `not_sealed`: made before S3 access, or under another root key.
+   * The key an S3 request names by its access key id (contract §12), read with its makers on
+   * every request so a revoked key, or one whose maker was revoked, fails at once.
+   * `not_sealed`: made before S3 access, or under another root key.
    */
   async s3Credential(keyId: string): Promise<S3Credential> {
     const row = await this.c.meta.read.keys.get(keyId);
     if (!row) return { ok: false, reason: 'unknown' };
     const at = this.c.now();
-    if (row.revoked_at !== null) return { ok: false, reason: 'revoked' };
-    if (row.expires_at !== null && row.expires_at <= at) return { ok: false, reason: 'expired' };
+    const standing = await keyStanding(this.c.meta.read.keys, row, at);
+    if (!standing.ok) return { ok: false, reason: standing.reason === 'expired' ? 'expired' : 'revoked' };
     const secret = this.sealing && row.sigv4_secret ? openSecret(this.sealing, row.id, row.sigv4_secret) : null;
     if (!secret) return { ok: false, reason: 'not_sealed' };
     if (row.last_used_at === null || row.last_used_at < at - TOUCH_INTERVAL_MS) this.c.meta.read.keys.touch(row.id, at).catch(() => {});
@@ -87,37 +97,43 @@ export class Credentials {
     }
   }
 
-  /** The folder a new key or grant is confined to: the one asked for, inside the caller's reach; by default the caller's own. */
-  private async confinement(tx: MetadataTx, caller: Caller, asked: string | null | undefined): Promise<string | null> {
+  /**
+   * The folder a new key or grant is confined to: the one asked for, by default the caller's
+   * own; outside the caller's reach it answers 404, as if it did not exist.
+   */
+  private async confinement(tx: MetadataTx, caller: Caller, action: Action, asked: string | null | undefined): Promise<string | null> {
     const folderId = asked ?? reachOf(caller);
-    if (folderId !== null) await this.c.requireFolderFor(tx, caller, folderId);
+    await authorizeFolder(tx, caller, action, folderId);
+    if (folderId !== null) await this.c.requireFolder(tx, folderId, 'folder_id', 'share');
     return folderId;
   }
 
   async createKey(caller: Caller, req: CreateKeyRequest): Promise<CreateKeyResponse> {
-    requireScope(caller, 'admin');
+    authorize(caller, 'key.create');
     const name = validateName(req.name);
     const scopes = parseScopeList(req.scopes);
-    if (scopes.includes('admin') && caller.kind !== 'root') throw errors.forbidden('Only the root key makes keys with the "admin" scope.', { field: 'scopes' });
     const seconds = wholeNumber(req.expires_in, null, 1, MAX_KEY_SECONDS, 'invalid_expiry', 'expires_in');
-    const folderId = await this.confinement(this.c.meta.read, caller, req.folder_id);
-    const now = this.c.now();
     const secret = newSecretPart();
-    const row: StoredKey = {
-      id: newId(), name, secret_hash: hashOf(secret), scopes: scopes.join(','), folder_id: folderId, created_at: now,
-      expires_at: seconds === null ? null : now + seconds * 1000, revoked_at: null, last_used_at: null,
-    };
-    const key = `${KEY_PREFIX}_${row.id}.${secret}`;
-    if (this.sealing) row.sigv4_secret = sealSecret(this.sealing, row.id, sigv4Secret(key));
-    await this.c.meta.transaction(async (tx) => {
-      if (folderId !== null) await this.c.requireFolder(tx, folderId, 'folder_id', 'share');
-      await tx.keys.insert(row);
+    const row = await this.c.meta.transaction(async (tx): Promise<StoredKey> => {
+      const now = this.c.now();
+      // Read again: a maker revoked since the request began makes nothing (and one revoked
+      // a moment later still ends this key at its first use, by the lineage walk).
+      const maker = await makerOf(tx.keys, caller, now);
+      checkChildKey(maker, scopes);
+      const folderId = await this.confinement(tx, caller, 'key.create', req.folder_id);
+      const made: StoredKey = {
+        id: newId(), name, secret_hash: hashOf(secret), scopes: scopes.join(','), folder_id: folderId, created_at: now,
+        expires_at: expiryWithin(maker, seconds, null, now), revoked_at: null, last_used_at: null, created_by: maker.createdBy,
+      };
+      if (this.sealing) made.sigv4_secret = sealSecret(this.sealing, made.id, sigv4Secret(`${KEY_PREFIX}_${made.id}.${secret}`));
+      await tx.keys.insert(made);
+      return made;
     });
-    return { ...keyRecord(row), key };
+    return { ...keyRecord(row), key: `${KEY_PREFIX}_${row.id}.${secret}` };
   }
 
   async listKeys(caller: Caller): Promise<ListKeysResponse> {
-    requireScope(caller, 'admin');
+    authorize(caller, 'key.read');
     const keys: KeyRecord[] = [];
     for (const k of await this.c.meta.read.keys.list()) {
       if (await this.reaches(this.c.meta.read, caller, k.folder_id)) keys.push(keyRecord(k));
@@ -126,7 +142,7 @@ export class Credentials {
   }
 
   async revokeKey(caller: Caller, keyId: string): Promise<RevokeKeyResponse> {
-    requireScope(caller, 'admin');
+    authorize(caller, 'key.revoke');
     const row = await this.c.meta.transaction(async (tx) => {
       const k = await tx.keys.get(keyId);
       if (!k || !(await this.reaches(tx, caller, k.folder_id))) throw errors.keyNotFound(keyId);
@@ -137,9 +153,7 @@ export class Credentials {
   }
 
   async createGrant(caller: Caller, req: CreateGrantRequest): Promise<CreateGrantResponse> {
-    requireScope(caller, 'write');
-    const folderId = await this.confinement(this.c.meta.read, caller, req.folder_id);
-    if (folderId === null) await requireFolderInReach(this.c.meta.read, caller, null);
+    authorize(caller, 'grant.create');
     const visibility = req.visibility === undefined ? null : parseVisibility(req.visibility);
     const maxSize = wholeNumber(req.max_size, 0, 0, this.c.opts.maxFileSize, 'invalid_max_size', 'max_size')!;
     let contentTypes: string[] | null = null;
@@ -149,16 +163,22 @@ export class Credentials {
         throw errors.invalidField('invalid_content_type', 'content_types', '"content_types" must list media types such as "image/png" or "image/*".');
       }
     }
-    const seconds = wholeNumber(req.expires_in, 3600, 1, MAX_EXPIRY_SECONDS, 'invalid_expiry', 'expires_in')!;
+    const seconds = wholeNumber(req.expires_in, null, 1, MAX_EXPIRY_SECONDS, 'invalid_expiry', 'expires_in');
     const maxFiles = wholeNumber(req.max_files, 1, 1, MAX_GRANT_FILES, 'invalid_max_files', 'max_files')!;
-    const now = this.c.now();
     const secret = newSecretPart();
-    const row: StoredGrant = {
-      id: newId(), secret_hash: hashOf(secret), folder_id: folderId, visibility, max_size: maxSize,
-      content_types: contentTypes === null ? null : JSON.stringify(contentTypes), max_files: maxFiles, used_files: 0,
-      created_at: now, expires_at: now + seconds * 1000, created_by: caller.kind === 'key' ? caller.keyId : 'root',
-    };
-    await this.c.meta.transaction((tx) => tx.grants.insert(row));
+    const row = await this.c.meta.transaction(async (tx): Promise<StoredGrant> => {
+      const now = this.c.now();
+      const maker = await makerOf(tx.keys, caller, now);
+      const folderId = await this.confinement(tx, caller, 'grant.create', req.folder_id);
+      const made: StoredGrant = {
+        id: newId(), secret_hash: hashOf(secret), folder_id: folderId, visibility, max_size: maxSize,
+        content_types: contentTypes === null ? null : JSON.stringify(contentTypes), max_files: maxFiles, used_files: 0,
+        created_at: now, expires_at: expiryWithin(maker, seconds, DEFAULT_GRANT_SECONDS, now)!, created_by: maker.createdBy,
+        root_fingerprint: maker.createdBy === 'root' ? this.rootPrint : null,
+      };
+      await tx.grants.insert(made);
+      return made;
+    });
     return { grant: `${GRANT_PREFIX}_${row.id}.${secret}`, expires_at: isoTime(row.expires_at) };
   }
 }

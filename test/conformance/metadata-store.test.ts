@@ -243,9 +243,9 @@ describe.each(engines)('MetadataStore on %s', (engine, open) => {
   });
 
   it('keeps sessions, ends them once, and sweeps the expired ones', async () => {
-    const s1 = { token_hash: 'h1-' + id(), csrf_token: 'c1', created_at: T0, expires_at: T0 + 1000 };
-    const s2 = { token_hash: 'h2-' + id(), csrf_token: 'c2', created_at: T0, expires_at: T0 + 2000 };
-    const s3 = { token_hash: 'h3-' + id(), csrf_token: 'c3', created_at: T0, expires_at: T0 + 3000 };
+    const s1 = { token_hash: 'h1-' + id(), csrf_token: 'c1', created_at: T0, expires_at: T0 + 1000, root_fingerprint: 'f1' };
+    const s2 = { token_hash: 'h2-' + id(), csrf_token: 'c2', created_at: T0, expires_at: T0 + 2000, root_fingerprint: 'f2' };
+    const s3 = { token_hash: 'h3-' + id(), csrf_token: 'c3', created_at: T0, expires_at: T0 + 3000, root_fingerprint: 'f3' };
     await inTx(async (tx) => {
       for (const s of [s1, s2, s3]) await tx.insertSession(s);
     });

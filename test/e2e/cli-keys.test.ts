@@ -120,7 +120,7 @@ describe('coffer keys create', () => {
     const box = await folder('box');
     const r = await ok(['keys', 'create', '--name', 'reader', '--scope', 'read', '--folder', box.folder_id, '--expires-in', '7d', '--json']);
     const record = json(r);
-    expect(Object.keys(record).sort()).toEqual(['created_at', 'expires_at', 'folder_id', 'key', 'key_id', 'last_used_at', 'name', 'revoked_at', 'scopes']);
+    expect(Object.keys(record).sort()).toEqual(['created_at', 'created_by', 'expires_at', 'folder_id', 'key', 'key_id', 'last_used_at', 'name', 'revoked_at', 'scopes']);
     expect(record).toMatchObject({ name: 'reader', scopes: ['read'], folder_id: box.folder_id, revoked_at: null, last_used_at: null });
     expect(record.key).toMatch(KEY);
     expect(Date.parse(record.expires_at) - Date.parse(record.created_at)).toBe(7 * 86_400 * 1000);
@@ -151,10 +151,11 @@ describe('coffer keys create', () => {
     expect(noFolder.stderr).toBe('coffer: No folder at /no/such: / has no folder named "no". Create it with `coffer mkdir -p no/such`, or give the folder\'s id.\n');
     expect(noSuchId.stderr).toBe('coffer: No folder has the id "NoSuchFolder0000000000". (folder_not_found)\n');
 
-    // Only the root key makes admin keys.
-    const admin = (await ok(['keys', 'create', '--name', 'admin', '--scope', 'admin'])).stdout.trim();
+    // Only the root key makes admin keys; a key gives only scopes it holds.
+    const admin = (await ok(['keys', 'create', '--name', 'admin', '--scope', 'admin,read'])).stdout.trim();
     expect((await fails(['keys', 'create', '--name', 'x', '--scope', 'admin'], admin)).stderr).toBe('coffer: Only the root key makes keys with the "admin" scope. (forbidden)\n');
     expect((await ok(['keys', 'create', '--name', 'made-by-admin', '--scope', 'read'], admin)).stdout.trim()).toMatch(KEY);
+    expect((await fails(['keys', 'create', '--name', 'x', '--scope', 'write'], admin)).stderr).toBe('coffer: This key cannot give the "write" scope: it does not hold it. (forbidden)\n');
   });
 });
 
@@ -166,9 +167,9 @@ describe('coffer keys ls and revoke', () => {
 
     let table = await ok(['keys', 'ls']);
     const header = table.stdout.split('\n')[0]!;
-    expect(header.split(/ {2,}/)).toEqual(['ID', 'NAME', 'SCOPES', 'FOLDER', 'CREATED', 'EXPIRES', 'LAST USED', 'REVOKED']);
+    expect(header.split(/ {2,}/)).toEqual(['ID', 'NAME', 'SCOPES', 'FOLDER', 'CREATED', 'EXPIRES', 'LAST USED', 'REVOKED', 'MADE BY']);
     let row = table.stdout.split('\n').find((l) => l.startsWith(keyId))!;
-    expect(row.split(/ {2,}/)).toEqual([keyId, 'lister', 'read', '/shelf', expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d$/), 'never', 'never', '-']);
+    expect(row.split(/ {2,}/)).toEqual([keyId, 'lister', 'read', '/shelf', expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d$/), 'never', 'never', '-', 'root']);
     expect(table.stdout).not.toMatch(/ck_/);
     expect(table.stderr).toMatch(/^\d+ key\(s\), \d+ active\. The root key \(COFFER_ACCESS_KEY\) is not listed\.\n$/);
 

@@ -26,8 +26,8 @@ const folder = async (name: string, parent?: string, by?: string) =>
 describe('making, listing, revoking', () => {
   test('a key is answered once, listed without its secret, stored as a hash, and works', async () => {
     const k = await makeKey({ name: 'ci reader', scopes: ['READ', 'read'] });
-    expect(Object.keys(k).sort()).toEqual(['created_at', 'expires_at', 'folder_id', 'key', 'key_id', 'last_used_at', 'name', 'revoked_at', 'scopes']);
-    expect(k).toMatchObject({ name: 'ci reader', scopes: ['read'], folder_id: null, expires_at: null, revoked_at: null, last_used_at: null });
+    expect(Object.keys(k).sort()).toEqual(['created_at', 'created_by', 'expires_at', 'folder_id', 'key', 'key_id', 'last_used_at', 'name', 'revoked_at', 'scopes']);
+    expect(k).toMatchObject({ name: 'ci reader', scopes: ['read'], folder_id: null, expires_at: null, revoked_at: null, last_used_at: null, created_by: 'root' });
     expect(k.key).toMatch(/^ck_[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
     const listed = (await o.post('/collections/keys/list', {})).body.keys.find((x: any) => x.key_id === k.key_id);
     expect(listed).toMatchObject({ key_id: k.key_id, name: 'ci reader', scopes: ['read'] });
@@ -79,9 +79,11 @@ describe('making, listing, revoking', () => {
     expectError(await o.post('/collections/keys/create', { name: 'x', scopes: ['read'], expires_in: 1.5 }), 400, 'invalid_expiry');
     expectError(await o.post('/collections/keys/create', { name: 'x', scopes: ['read'], folder_id: 'nope' }), 404, 'folder_not_found');
     expectError(await o.post('/collections/keys/create', { name: 'x', scopes: 'read' }), 400, 'invalid_request');
-    const admin = await makeKey({ name: 'second admin', scopes: ['admin'] });
+    const admin = await makeKey({ name: 'second admin', scopes: ['admin', 'read', 'write'] });
     expectError(await o.post('/collections/keys/create', { name: 'x', scopes: ['admin'] }, as(admin.key)), 403, 'forbidden');
-    expect((await o.post('/collections/keys/create', { name: 'x', scopes: ['read', 'write'] }, as(admin.key))).status).toBe(200);
+    const made = await o.post('/collections/keys/create', { name: 'x', scopes: ['read', 'write'] }, as(admin.key));
+    expect(made.status).toBe(200);
+    expect(made.body.created_by).toBe(admin.key_id);
   });
 });
 

@@ -92,7 +92,8 @@ const ROWS: Row[] = [
   { path: '/collections/file/download', need: 'read', body: async (ctx, place) => ({ file_id: (await readyFile(ctx, place)).file_id }) },
   { path: '/collections/create-link', need: 'read', body: async (ctx, place) => ({ file_id: (await readyFile(ctx, place)).file_id, file_type: 'document' }) },
   { path: '/collections/file/revoke-links', need: 'write', body: async (ctx, place) => ({ file_id: (await readyFile(ctx, place)).file_id }) },
-  { path: '/collections/keys/create', need: 'admin', body: async (ctx, place) => ({ name: unique('k'), scopes: ['read'], folder_id: folderOf(ctx, place) }) },
+  // The key it makes has "read": a key gives only scopes it holds.
+  { path: '/collections/keys/create', need: 'admin', alsoRead: true, body: async (ctx, place) => ({ name: unique('k'), scopes: ['read'], folder_id: folderOf(ctx, place) }) },
   { path: '/collections/keys/list', need: 'admin', body: async () => ({}) },
   { path: '/collections/usage', need: 'read', unconfinedOnly: true, body: async () => ({ days: 7 }) },
   { path: '/collections/webhooks/create', need: 'admin', alsoRead: true, body: async () => ({ url: 'http://127.0.0.1:9/hook', events: ['*'] }) },

@@ -357,7 +357,7 @@ describe('session storage', () => {
       const sessions = [await signIn(o), await signIn(o), await signIn(o)];
       const rows = await queryDb(o, 'select * from sessions');
       expect(rows).toHaveLength(3);
-      expect(Object.keys(rows[0]!).sort()).toEqual(['created_at', 'csrf_token', 'expires_at', 'token_hash']);
+      expect(Object.keys(rows[0]!).sort()).toEqual(['created_at', 'csrf_token', 'expires_at', 'root_fingerprint', 'token_hash']);
       for (const s of sessions) {
         const row = rows.find((r) => r.token_hash === sha256(s.token));
         expect(row, 'a row under the token hash').toBeDefined();

@@ -1,14 +1,16 @@
 /**
  * Who is calling, as established for the route that matched: the root key or a Playground
  * session signed in with it, another key (its scopes and folder), an upload grant, or an edge.
- * Keys and grants are read from the store on every request, so a revoked one fails at every
- * origin at once. Stored per request (`request.caller`) and handed to the service.
+ * Keys and grants are read from the store on every request with the keys that made them, so a
+ * revoked one, or one whose maker was revoked, fails at every origin at once. Stored per
+ * request (`request.caller`) and handed to the service.
  */
 import type { IncomingMessage } from 'node:http';
 import { errors } from '../../core/errors.js';
-import { GRANT_PREFIX, KEY_PREFIX, parseScopes, splitCredential, type Caller } from '../../core/access.js';
+import { GRANT_PREFIX, KEY_PREFIX, parseScopes, rootFingerprint, splitCredential, type Caller } from '../../core/access.js';
 import type { MetadataTx } from '../../core/ports.js';
 import type { CofferService } from '../../service/service.js';
+import { grantStanding, keyStanding, type Standing } from '../../service/lineage.js';
 import type { Access } from './access.js';
 import { bearerOf, edgeTokenChecker, hashMatches, keyMatcher } from './secrets.js';
 import { checkScrape } from '../../metrics/registry.js';
@@ -42,6 +44,14 @@ const TOUCH_INTERVAL_MS = 60_000;
 
 const BEARER_SHAPE = 'The Authorization header must be "Bearer <ACCESS_KEY>".';
 
+/** Why a key or grant that does not work is refused, in words for its holder. */
+function refusal(standing: Exclude<Standing, { ok: true }>, what: 'key' | 'upload grant'): string {
+  if (standing.own && standing.reason === 'revoked') return `This ${what} was revoked.`;
+  if (standing.own) return what === 'key' ? 'This key has expired.' : 'The upload grant has expired; ask the application for a new one.';
+  if (standing.reason === 'rotated') return 'The root key that made this upload grant has been replaced; ask the application for a new one.';
+  return `The key that made this ${what} (or a key above it) was revoked or has expired: it no longer works.`;
+}
+
 /**
  * Establishes the caller a route's declaration asks for, or throws 401/403. Returns null for
  * routes that need no credential here (`public`, `sign-in`, and `session`, whose routes
@@ -51,6 +61,7 @@ export function authenticator(opts: AuthenticatorOptions): (access: Access, head
   const isRootKey = keyMatcher(opts.accessKey);
   const checkEdge = edgeTokenChecker(opts.edgeTokens);
   const now = opts.now ?? Date.now;
+  const rootPrint = rootFingerprint(opts.accessKey);
 
   async function keyCaller(credential: string): Promise<Caller> {
     // The root key is compared first and always, so timing does not tell the two kinds apart.
@@ -60,8 +71,8 @@ export function authenticator(opts: AuthenticatorOptions): (access: Access, head
     const row = parts ? await opts.service.meta.read.keys.get(parts.id) : undefined;
     if (!parts || !row || !hashMatches(parts.secret, row.secret_hash)) throw errors.unauthorized('The access key is not valid.');
     const at = now();
-    if (row.revoked_at !== null) throw errors.unauthorized('This key was revoked.');
-    if (row.expires_at !== null && row.expires_at <= at) throw errors.unauthorized('This key has expired.');
+    const standing = await keyStanding(opts.service.meta.read.keys, row, at);
+    if (!standing.ok) throw errors.unauthorized(refusal(standing, 'key'));
     if (row.last_used_at === null || row.last_used_at < at - TOUCH_INTERVAL_MS) opts.service.meta.read.keys.touch(row.id, at).catch(() => {});
     return { kind: 'key', keyId: row.id, scopes: parseScopes(row.scopes), folderId: row.folder_id };
   }
@@ -70,14 +81,9 @@ export function authenticator(opts: AuthenticatorOptions): (access: Access, head
     const parts = splitCredential(GRANT_PREFIX, credential);
     const row = parts ? await opts.service.meta.read.grants.get(parts.id) : undefined;
     if (!parts || !row || !hashMatches(parts.secret, row.secret_hash)) throw errors.unauthorized('The upload grant is not valid.');
-    if (row.expires_at <= now()) throw errors.unauthorized('The upload grant has expired; ask the application for a new one.');
-    if (row.created_by !== 'root') {
-      // A grant is worth no more than the key that made it: revoked or expired, its grants end too.
-      const maker = await opts.service.meta.read.keys.get(row.created_by);
-      if (!maker || maker.revoked_at !== null || (maker.expires_at !== null && maker.expires_at <= now())) {
-        throw errors.unauthorized('The key that made this upload grant no longer works.');
-      }
-    }
+    // A grant is worth no more than the keys that made it, or than the root key it was made with.
+    const standing = await grantStanding(opts.service.meta.read.keys, row, now(), rootPrint);
+    if (!standing.ok) throw errors.unauthorized(refusal(standing, 'upload grant'));
     return { kind: 'grant', grant: row };
   }
 

@@ -12,6 +12,7 @@
  */
 import { MAX_FOLDER_DEPTH } from '../core/upload.js';
 import { ROOT_MAKER, type StoredWebhook } from '../core/webhooks.js';
+import { keyStanding } from '../service/lineage.js';
 import type { FolderMove, KeyRows, StoredEvent, WebhookRows } from '../core/ports.js';
 
 /**
@@ -54,5 +55,6 @@ export class EventPlaces {
 export async function makerStands(keys: Pick<KeyRows, 'get'>, w: StoredWebhook, now: number): Promise<boolean> {
   if (w.made_by === ROOT_MAKER) return true;
   const key = await keys.get(w.made_by);
-  return key !== undefined && key.revoked_at === null && (key.expires_at === null || key.expires_at > now);
+  // The whole chain of makers counts, as for the key's own requests.
+  return key !== undefined && (await keyStanding(keys, key, now)).ok;
 }

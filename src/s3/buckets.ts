@@ -3,6 +3,7 @@
  * Private unless `x-amz-acl: public-read`; DeleteBucket removes one that holds no file;
  * ListBuckets lists those the key sees; HeadBucket and GetBucketLocation answer for them.
  */
+import { authorize } from '../service/policy.js';
 import { s3Errors, toS3Error } from './errors.js';
 import { checkNewBucketName, requireBucket } from './mapping.js';
 import { isoTime, noBody, ownerOf, xmlAnswer, type S3Handler, type S3Request } from './context.js';
@@ -51,18 +52,24 @@ export const deleteBucket: S3Handler = async (r) => {
 };
 
 export const headBucket: S3Handler = async (r) => {
+  // What S3 asks ListBucket for: a key that may only write does not learn which buckets exist.
+  authorize(r.caller, 'folder.read');
   await requireBucket(r.service, r.caller, bucketName(r));
   return { status: 200, headers: { 'x-amz-bucket-region': r.verified.scope.split('/')[1]! } };
 };
 
 /** Every region is this one: the answer S3 gives for us-east-1. */
 export const bucketLocation: S3Handler = async (r) => {
+  // What S3 asks ListBucket for: a key that may only write does not learn which buckets exist.
+  authorize(r.caller, 'folder.read');
   await requireBucket(r.service, r.caller, bucketName(r));
   return { status: 200, headers: { 'content-type': 'application/xml' }, body: '<?xml version="1.0" encoding="UTF-8"?>\n<LocationConstraint xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></LocationConstraint>' };
 };
 
 /** Versioning is never enabled. */
 export const bucketVersioning: S3Handler = async (r) => {
+  // What S3 asks ListBucket for: a key that may only write does not learn which buckets exist.
+  authorize(r.caller, 'folder.read');
   await requireBucket(r.service, r.caller, bucketName(r));
   return xmlAnswer('VersioningConfiguration', []);
 };

@@ -16,6 +16,13 @@ const UNSUPPORTED = [
   'restore', 'retention', 'select', 'tagging', 'torrent', 'versions', 'website',
 ];
 
+/** Every operation the router can choose, by name: the authorization matrix test holds each to a row. */
+export const S3_OPERATIONS: Readonly<Record<string, S3Handler>> = {
+  listBuckets, createBucket, deleteBucket, headBucket, bucketLocation, bucketVersioning, listMultipartUploads, listObjectsV1, listObjectsV2,
+  deleteObjects, putObject, copyObject, uploadPart, uploadPartCopy, getObject, listParts, headObject, deleteObject, abortMultipart,
+  createMultipart, completeMultipart,
+};
+
 export function operationOf(r: S3Request): S3Handler {
   const q = r.query;
   const unsupported = UNSUPPORTED.find((name) => q.has(name));

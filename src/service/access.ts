@@ -71,8 +71,8 @@ export interface UploadAsk {
   contentType: string;
 }
 
-/** Where an upload goes when it names no folder: a grant's own folder, else the root. */
-export const defaultUploadFolder = (caller: Caller): string | null => (caller.kind === 'grant' ? caller.grant.folder_id : null);
+/** Where an upload goes when it names no folder: the caller's own folder (a confined key's, a grant's), else the root. */
+export const defaultUploadFolder = (caller: Caller): string | null => reachOf(caller);
 
 /** Throws 403 (413 for the size) unless a grant allows this upload; the count is taken in the initiate's transaction. */
 export function checkGrantLimits(caller: Caller, ask: UploadAsk, now: number): void {

@@ -1,31 +1,11 @@
 /**
- * Every rule that depends on who is calling (contract §10), in one place: scopes, the
- * folder a key or grant is confined to, and what a grant may touch. Routes never decide.
+ * The reach of a caller (contract §10): the folder a key or grant is confined to, what lies
+ * in it, and what a grant may upload. The decision itself is policy.ts's, which builds on this.
  */
 import { errors } from '../core/errors.js';
-import { contentTypeAllowed, type Caller, type Scope } from '../core/access.js';
+import { contentTypeAllowed, type Caller } from '../core/access.js';
 import type { MetadataTx, StoredFile } from '../core/ports.js';
 import { chainIsComplete } from './records.js';
-
-/** Throws 403 unless the caller holds `scope`. Grants hold none: they reach upload calls only (requireUploader). */
-export function requireScope(caller: Caller, scope: Scope): void {
-  switch (caller.kind) {
-    case 'root':
-      return;
-    case 'key':
-      if (caller.scopes.has(scope)) return;
-      throw errors.forbidden(`This key lacks the "${scope}" scope.`, { scope });
-    case 'grant':
-      throw errors.forbidden('An upload grant allows uploads only.');
-    case 'edge':
-      throw errors.forbidden('Edges read the feed only.');
-  }
-}
-
-/** Upload calls: a caller with `write`, or an upload grant. */
-export function requireUploader(caller: Caller): void {
-  if (caller.kind !== 'grant') requireScope(caller, 'write');
-}
 
 /** The folder whose subtree bounds what the caller reaches, or null for the whole tree. */
 export function reachOf(caller: Caller): string | null {

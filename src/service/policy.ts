@@ -18,8 +18,6 @@ export interface Rule {
   grants?: boolean;
   /** Only a caller whose reach is the whole tree may take it: it covers every file at once. */
   wholeTree?: boolean;
-  /** Only the root key or a session may take it. */
-  rootOnly?: boolean;
   /** A second scope a key must hold too (a webhook's deliveries carry what `read` shows). */
   alsoScope?: Scope;
 }
@@ -64,7 +62,6 @@ export function authorize(caller: Caller, action: Action): void {
       if (rule.grants) return;
       throw errors.forbidden('An upload grant allows uploads only.');
     case 'key':
-      if (rule.rootOnly) throw errors.forbidden('Only the root key may do this.');
       if (!caller.scopes.has(rule.scope)) throw errors.forbidden(`This key lacks the "${rule.scope}" scope.`, { scope: rule.scope });
       if (rule.alsoScope && !caller.scopes.has(rule.alsoScope)) {
         throw errors.forbidden(`This key lacks the "${rule.alsoScope}" scope.`, { scope: rule.alsoScope });

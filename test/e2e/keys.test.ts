@@ -108,7 +108,7 @@ describe('a key confined to a folder', () => {
     expectError(await o.post('/collections/folder/create', { name: 'at-root', visibility: 'Public' }, as(key)), 404, 'not_found');
   });
 
-  test('an upload that names no folder goes to the key's own folder, as a grant's and tus uploads do', async () => {
+  test("an upload that names no folder goes to the key's own folder, as a grant's and tus uploads do", async () => {
     const r = await o.post('/collections/upload/file', { name: 'r.txt', visibility: 'Public', size: 1, file_type: 'document' }, as(key));
     expect(r.status).toBe(200);
     expect(r.body.folder_id).toBe(top.folder_id);

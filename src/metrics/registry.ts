@@ -22,6 +22,9 @@ export function httpMetrics(processName: 'origin' | 'edge'): HttpMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ process: processName });
   collectDefaultMetrics({ register: registry, prefix: 'coffer_' });
+  // prom-client names these three gauges `_total`, which Prometheus keeps for counters; the
+  // same counts remain, by type, in coffer_nodejs_active_handles, _requests and _resources.
+  for (const name of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`coffer_nodejs_active_${name}_total`);
   return {
     registry,
     requests: new Counter({ name: 'coffer_http_requests_total', help: 'HTTP requests answered, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers: [registry] }),

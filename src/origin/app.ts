@@ -29,6 +29,7 @@ import * as webhookRoutes from './routes/webhooks.js';
 import type { OriginMetrics } from './metrics.js';
 import { registerTus } from './tus/index.js';
 import { registerApiDocs } from './openapi.js';
+import { installRequestLog } from './request-log.js';
 
 export const JSON_BODY_LIMIT = 64 * 1024;
 
@@ -182,9 +183,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   });
   opts.metrics?.install(app);
 
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info({ method: request.method, url: request.url, status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
-  });
+  installRequestLog(app);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const err = toCofferError(error);

@@ -48,7 +48,7 @@ const quiet = () => new Writable({ write: (_c, _e, cb) => cb() });
 
 export async function startPlayground(settings: Partial<Record<SettingName, string>> = {}): Promise<Playground> {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`No Chromium at ${CHROMIUM}: install Debian's package (apt-get install chromium), as .ci/run does, or set CHROMIUM_PATH.`);
+    throw new Error(`No Chromium at ${CHROMIUM}: install Debian's package (apt-get install chromium; npm test does this when run as root), or set CHROMIUM_PATH.`);
   }
   if (!existsSync(join(ROOT, 'dist', 'playground', 'index.html'))) {
     throw new Error('dist/playground is not built: run `npm run build` first (npm test does).');

@@ -20,7 +20,7 @@ const USER = 'coffer';
 
 export const MISSING_BINARIES =
   'PostgreSQL server binaries were not found in /usr/lib/postgresql/*/bin: install the Debian package "postgresql" ' +
-  '(apt-get install postgresql; .ci/run does this), or set COFFER_TEST_POSTGRES_URL to a server the tests may create databases on.';
+  '(apt-get install postgresql; npm test does this when run as root), or set COFFER_TEST_POSTGRES_URL to a server the tests may create databases on.';
 
 /** The newest installed server's bin directory. */
 export function findPostgresBin(): string {

@@ -4,6 +4,7 @@
  * configuration in a temporary directory and none of the machine's AWS_* or RCLONE_* settings.
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { S3Key } from './s3-api.js';
@@ -30,6 +31,10 @@ export interface Clients {
 
 /** Configuration for each client in `home`, for the S3 endpoint `endpoint` (http://host:port). */
 export async function setUpClients(home: string, endpoint: string, key: S3Key): Promise<Clients> {
+  const absent = [AWS, RCLONE, S3CMD, PYTHON].filter((path) => !existsSync(path));
+  if (absent.length > 0) {
+    throw new Error(`${absent.join(', ')} not found: npm test installs Debian's awscli, rclone, s3cmd and python3-boto3 when run as root (scripts/prerequisites.mjs).`);
+  }
   await mkdir(join(home, '.aws'), { recursive: true });
   const awsConfig = join(home, '.aws', 'config');
   // Parts of 5 MiB from 5 MiB on, so that a small file already goes up and down in parts.

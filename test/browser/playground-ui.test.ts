@@ -179,10 +179,10 @@ describe('grid and list', () => {
     expect(exact).toMatch(/\d{4}/);
     expect(await time.locator('.sr-only').textContent()).toContain(exact);
 
-    // Thumbnails: 320-pixel variants in the browser's best format (contract §13), the Public image's
+    // Thumbnails: 320-pixel WebP variants (contract §13; a format every browser shows, made at once), the Public image's
     // at its delivery URL, the Private one's through a ~300 s signed link that signs the variant.
     const pub = item(page, 'sunset.png').locator('img');
-    await expect.poll(() => pub.getAttribute('src')).toBe(`${files.image!.delivery_url}?w=320&format=auto`);
+    await expect.poll(() => pub.getAttribute('src')).toBe(`${files.image!.delivery_url}?w=320&format=webp`);
     // The first variant at this edge starts its transform process (run through tsx here).
     const FIRST_VARIANT = { timeout: 30_000 };
     await expect.poll(() => pub.evaluate((i: HTMLImageElement) => i.complete && i.naturalWidth), FIRST_VARIANT).toBeGreaterThan(0);
@@ -190,7 +190,7 @@ describe('grid and list', () => {
     await expect.poll(() => priv.getAttribute('src')).toContain('X-Sig=');
     const signed = new URL((await priv.getAttribute('src'))!);
     expect(signed.pathname).toBe(new URL(files.privateImage!.delivery_url!).pathname);
-    expect([signed.searchParams.get('w'), signed.searchParams.get('format')]).toEqual(['320', 'auto']);
+    expect([signed.searchParams.get('w'), signed.searchParams.get('format')]).toEqual(['320', 'webp']);
     const ttl = Number(signed.searchParams.get('X-Expires')) - Date.now() / 1000;
     expect(ttl).toBeGreaterThan(200);
     expect(ttl).toBeLessThanOrEqual(301);
@@ -199,7 +199,8 @@ describe('grid and list', () => {
     // A file named like markup is text: no element made from it, no script run.
     const xss = item(page, XSS_NAME);
     expect(await xss.locator('.name').getAttribute('title')).toBe(XSS_NAME);
-    expect(await xss.locator('.name').textContent()).toBe(XSS_NAME);
+    expect(await xss.locator('.name-shown').textContent()).toBe(XSS_NAME);
+    expect(await xss.locator('.name .sr-only').textContent()).toBe(XSS_NAME);
     expect(await page.locator('img[src="x"]').count()).toBe(0);
     expect(alerted).toBe(false);
 
@@ -212,6 +213,9 @@ describe('grid and list', () => {
     expect(await longName.getAttribute('title')).toBe(long);
     expect(await longName.locator('.name-tail').textContent()).toMatch(/\.png$/);
     expect(await longName.locator('.name-head').evaluate((e) => e.scrollWidth > e.clientWidth && getComputedStyle(e).textOverflow)).toBe('ellipsis');
+    // Shortened on screen, it is read out whole: the card's name and its grid cell are the whole name.
+    await page.getByRole('button', { name: long, exact: true }).waitFor();
+    await page.getByRole('gridcell', { name: new RegExp(`^${long.replace(/\./g, '\\.')}`) }).waitFor();
 
     await page.waitForTimeout(300);
     await pg.screenshot(page, 'grid');
@@ -454,7 +458,7 @@ describe('actions', () => {
     // A folder too; its menu has no file actions.
     await item(page, 'Shared').locator('.more-btn').click();
     expect(await page.locator('[role=menu] [data-action]').evaluateAll((els) => els.map((e) => e.getAttribute('data-action'))))
-      .toEqual(['open', 'upload-here', 'rename', 'visibility', 'delete']);
+      .toEqual(['open', 'upload-here', 'rename', 'move', 'visibility', 'delete']);
     await page.locator('[role=menu] [data-action=visibility]').click();
     await item(page, 'Shared').locator('.badge-private').waitFor();
     expect((await pg.api.getFolder(sub.folder_id)).visibility).toBe('Private');
@@ -568,7 +572,7 @@ describe('actions', () => {
     await menuAction(page, 'Full', 'delete');
     const folderDialog = page.getByRole('dialog', { name: 'Delete folder?' });
     await folderDialog.locator('[data-testid=delete-contents]').waitFor();
-    expect(await folderDialog.locator('[data-testid=delete-contents]').textContent()).toBe('It contains 1 folder and 2 files.');
+    expect(await folderDialog.locator('[data-testid=delete-contents]').textContent()).toBe('It contains 2 files and 1 folder (3 B) at every level, all deleted with it.');
     expect(requests.length).toBe(sent);
     await pg.screenshot(page, 'delete-folder-dialog');
     await folderDialog.getByRole('button', { name: 'Delete folder and contents' }).click();

@@ -4,14 +4,14 @@
  */
 import type { JSX } from 'preact';
 import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
-import { domId, type Entry } from './entries.js';
+import { domId, pathText, type Entry } from './entries.js';
 import { formatSize } from './format.js';
 import { CloseIcon, FolderIcon, MoreIcon, TypeIcon } from './icons.js';
 import { ListFooter } from './FileList.js';
 import type { MenuAnchor } from './Menu.js';
 import { fileTypeFor } from '../../../src/sdk/index.js';
 import { NameText, ProgressBar, progressWords, RelTime, Thumb, VisibilityBadge } from './parts.js';
-import { commandKey, folderDropTarget, moveTarget, type ViewProps } from './views.js';
+import { clickPick, commandKey, dragSource, folderDropTarget, moveTarget, moveTo, type ViewProps } from './views.js';
 import { scrollRowIntoView, useNearEnd, useViewport, windowOf } from './virtual.js';
 
 /** Card sizes: a compact grid below this width (phones). */
@@ -59,7 +59,7 @@ export function FileGrid(props: ViewProps): JSX.Element {
     if (to !== null && !e.altKey) {
       e.preventDefault();
       follow.current = true;
-      props.setActive(props.entries[to]!.key);
+      moveTo(e, to, props);
       if (to === activeIndex && scroller.current) scrollRowIntoView(scroller.current, Math.floor(to / cols), GRID_ROW_H, 0, PAD);
       return;
     }
@@ -88,7 +88,7 @@ export function FileGrid(props: ViewProps): JSX.Element {
     <div ref={scroller} class="scroller grid-scroller" data-testid="scroller">
       <div
         ref={grid} role="grid" class={'cards' + (m.compact ? ' compact' : '')} tabIndex={0} data-focus-home aria-label={props.label}
-        aria-rowcount={props.hasMore ? -1 : rowCount} aria-colcount={cols}
+        aria-rowcount={props.hasMore ? -1 : rowCount} aria-colcount={cols} aria-multiselectable="true"
         aria-activedescendant={activeVisible ? domId(props.entries[activeIndex]!.key) : undefined}
         style={{ height: `${win.total + 2 * PAD}px` }}
         onKeyDown={onKeyDown}
@@ -104,10 +104,11 @@ export function FileGrid(props: ViewProps): JSX.Element {
 function Card({ entry, active, props, grid, root, colIndex }: {
   entry: Entry; active: boolean; props: ViewProps; grid: { current: HTMLDivElement | null }; root: HTMLElement | null; colIndex: number;
 }): JSX.Element {
-  const select = () => {
-    props.setActive(entry.key);
+  const select = (e: MouseEvent) => {
+    clickPick(e, entry, props);
     grid.current?.focus({ preventScroll: true });
   };
+  const selected = props.selected.has(entry.key);
   const menuAt = (x: number, y: number) => props.showMenu(entry, { x, y, returnTo: grid.current });
   const isDrop = props.dropKey === entry.key;
   const drop = folderDropTarget(entry, props);
@@ -129,7 +130,7 @@ function Card({ entry, active, props, grid, root, colIndex }: {
     const f = entry.file;
     visual = <Thumb key={`${f.file_id}|${f.effective_visibility}|${f.updated_at}`} file={f} root={root} />;
     title = (
-      <button type="button" class="card-name link" tabIndex={-1} onClick={() => props.open(entry)}>
+      <button type="button" class="card-name link" tabIndex={-1} onClick={(e) => { if (!e.ctrlKey && !e.metaKey && !e.shiftKey) props.open(entry); }}>
         <NameText name={f.name} />
       </button>
     );
@@ -151,12 +152,13 @@ function Card({ entry, active, props, grid, root, colIndex }: {
 
   return (
     <div
-      role="gridcell" id={domId(entry.key)} aria-selected={active} aria-colindex={colIndex}
-      class={`card${active ? ' active' : ''}${isDrop ? ' drop-target' : ''} kind-${entry.kind}`}
+      role="gridcell" id={domId(entry.key)} aria-selected={selected} aria-colindex={colIndex}
+      class={`card${active ? ' active' : ''}${selected ? ' selected' : ''}${isDrop ? ' drop-target' : ''} kind-${entry.kind}`}
       data-testid="card" data-kind={entry.kind} data-name={entry.name}
       onClick={select}
       onDblClick={() => props.open(entry)}
-      onContextMenu={(e) => { if (entry.kind === 'upload') return; e.preventDefault(); props.setActive(entry.key); menuAt(e.clientX, e.clientY); }}
+      onContextMenu={(e) => { if (entry.kind === 'upload') return; e.preventDefault(); if (!selected) props.setActive(entry.key); menuAt(e.clientX, e.clientY); }}
+      {...dragSource(entry, props)}
       {...drop}
     >
       {visual}
@@ -172,7 +174,7 @@ function Card({ entry, active, props, grid, root, colIndex }: {
             <button type="button" class="icon-btn more-btn" tabIndex={-1} aria-label={`Actions for ${entry.name}`} aria-haspopup="menu" title="Actions"
               onClick={(e) => {
                 e.stopPropagation();
-                props.setActive(entry.key);
+                if (!selected) props.setActive(entry.key);
                 const r = (e.currentTarget as HTMLElement).getBoundingClientRect();
                 menuAt(r.right - 4, r.bottom + 4);
               }}>
@@ -180,7 +182,9 @@ function Card({ entry, active, props, grid, root, colIndex }: {
             </button>
           )}
         </div>
-        <div class="card-meta">{meta}</div>
+        {entry.kind !== 'upload' && entry.where
+          ? <div class="card-meta"><span class="card-path" data-testid="hit-path" title={pathText(entry.where)}>in {pathText(entry.where)}</span></div>
+          : <div class="card-meta">{meta}</div>}
       </div>
     </div>
   );

@@ -5,13 +5,13 @@
 import type { JSX } from 'preact';
 import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
 import { fileTypeFor } from '../../../src/sdk/index.js';
-import { domId, type Entry } from './entries.js';
+import { domId, pathText, type Entry } from './entries.js';
 import { formatSize, TYPE_LABELS } from './format.js';
 import { ArrowDownIcon, ArrowUpIcon, CloseIcon, MoreIcon } from './icons.js';
 import type { MenuAnchor } from './Menu.js';
 import { EntryIcon, NameText, RelTime, UploadProgress, VisibilityBadge } from './parts.js';
 import type { SortField } from './state/prefs.js';
-import { commandKey, folderDropTarget, moveTarget, type ViewProps } from './views.js';
+import { clickPick, commandKey, dragSource, folderDropTarget, moveTarget, moveTo, type ViewProps } from './views.js';
 import { scrollRowIntoView, useNearEnd, useViewport, windowOf } from './virtual.js';
 
 export const ROW_H = 52;
@@ -58,7 +58,7 @@ export function FileList(props: ViewProps): JSX.Element {
     if (to !== null && !e.altKey) {
       e.preventDefault();
       follow.current = true;
-      props.setActive(props.entries[to]!.key);
+      moveTo(e, to, props);
       if (to === activeIndex && scroller.current) scrollRowIntoView(scroller.current, to, ROW_H, HEAD_H, HEAD_H);
       return;
     }
@@ -94,13 +94,14 @@ export function FileList(props: ViewProps): JSX.Element {
     <div ref={scroller} class="scroller list-scroller" data-testid="scroller">
       <div
         ref={grid} role="grid" class="list" tabIndex={0} data-focus-home aria-label={props.label}
-        aria-rowcount={props.hasMore ? -1 : count + 1} aria-colcount={6}
+        aria-rowcount={props.hasMore ? -1 : count + 1} aria-colcount={7} aria-multiselectable="true"
         aria-activedescendant={activeIndex >= 0 && activeIndex >= win.start && activeIndex < win.end ? domId(props.entries[activeIndex]!.key) : undefined}
         onKeyDown={onKeyDown}
         onFocus={() => { if (activeIndex < 0 && count > 0 && win.start === 0) props.setActive(props.entries[0]!.key); }}
       >
         <div role="rowgroup" class="list-head">
           <div role="row" class="list-row head-row" aria-rowindex={1}>
+            <SelectAllHeader {...props} />
             {COLUMNS.map(sortHeader)}
             <div role="columnheader" class="cell head col-actions"><span class="sr-only">Actions</span></div>
           </div>
@@ -129,11 +130,25 @@ export function ListFooter(props: Pick<ViewProps, 'hasMore' | 'loadingMore' | 'm
   return null;
 }
 
+/** The check box above the check box column: selects every entry shown, or none. */
+function SelectAllHeader(props: ViewProps): JSX.Element {
+  const selectable = props.entries.filter((e) => e.kind !== 'upload').length;
+  const all = selectable > 0 && props.selected.size >= selectable;
+  return (
+    <div role="columnheader" class="cell head col-check">
+      <input type="checkbox" class="check" tabIndex={-1} checked={all} aria-label="Select all"
+        ref={(el) => { if (el) el.indeterminate = !all && props.selected.size > 1; }}
+        onClick={(e) => { e.stopPropagation(); if (all) props.clearSelection(); else props.selectAll(); }} />
+    </div>
+  );
+}
+
 function Row({ entry, index, active, props, grid }: { entry: Entry; index: number; active: boolean; props: ViewProps; grid: { current: HTMLDivElement | null } }): JSX.Element {
-  const select = () => {
-    props.setActive(entry.key);
+  const select = (e: MouseEvent) => {
+    clickPick(e, entry, props);
     grid.current?.focus({ preventScroll: true });
   };
+  const selected = props.selected.has(entry.key);
   const menuAt = (x: number, y: number) => props.showMenu(entry, { x, y, returnTo: grid.current });
   const isDrop = props.dropKey === entry.key;
   const drop = folderDropTarget(entry, props);
@@ -159,7 +174,7 @@ function Row({ entry, index, active, props, grid }: { entry: Entry; index: numbe
   } else if (entry.kind === 'file') {
     const f = entry.file;
     name = (
-      <button type="button" class="row-name link" tabIndex={-1} onClick={() => props.open(entry)}>
+      <button type="button" class="row-name link" tabIndex={-1} onClick={(e) => { if (!e.ctrlKey && !e.metaKey && !e.shiftKey) props.open(entry); }}>
         <NameText name={f.name} />
       </button>
     );
@@ -178,20 +193,28 @@ function Row({ entry, index, active, props, grid }: { entry: Entry; index: numbe
 
   return (
     <div
-      role="row" id={domId(entry.key)} aria-rowindex={index + 2} aria-selected={active}
-      class={`list-row${active ? ' active' : ''}${isDrop ? ' drop-target' : ''} kind-${entry.kind}`}
+      role="row" id={domId(entry.key)} aria-rowindex={index + 2} aria-selected={selected}
+      class={`list-row${active ? ' active' : ''}${selected ? ' selected' : ''}${isDrop ? ' drop-target' : ''} kind-${entry.kind}`}
       style={{ transform: `translateY(${index * ROW_H}px)` }}
       data-testid="row" data-kind={entry.kind} data-name={entry.name}
       onClick={select}
       onDblClick={() => props.open(entry)}
-      onContextMenu={(e) => { if (entry.kind === 'upload') return; e.preventDefault(); props.setActive(entry.key); menuAt(e.clientX, e.clientY); }}
+      onContextMenu={(e) => { if (entry.kind === 'upload') return; e.preventDefault(); if (!selected) props.setActive(entry.key); menuAt(e.clientX, e.clientY); }}
+      {...dragSource(entry, props)}
       {...drop}
     >
+      <div role="gridcell" class="cell col-check">
+        {entry.kind !== 'upload' && (
+          <input type="checkbox" class="check" tabIndex={-1} checked={selected} aria-label={`Select ${entry.name}`}
+            onClick={(e) => { e.stopPropagation(); props.pick(entry.key, { toggle: true, range: e.shiftKey }); grid.current?.focus({ preventScroll: true }); }} />
+        )}
+      </div>
       <div role="gridcell" class="cell col-name">
         <EntryIcon kind={entry.kind === 'folder' ? 'folder' : 'file'} type={entry.kind === 'file' ? entry.file.file_type : entry.kind === 'upload' ? fileTypeFor(entry.name) : 'other'} />
         <div class="name-stack">
           {name}
           {entry.kind === 'upload' ? <UploadProgress item={entry.upload} compact /> : sub}
+          {entry.kind !== 'upload' && entry.where && <span class="row-path" data-testid="hit-path">in {pathText(entry.where)}</span>}
         </div>
       </div>
       <div role="gridcell" class="cell col-size num">{size}</div>
@@ -208,7 +231,7 @@ function Row({ entry, index, active, props, grid }: { entry: Entry; index: numbe
           <button type="button" class="icon-btn more-btn" tabIndex={-1} aria-label={`Actions for ${entry.name}`} aria-haspopup="menu" title="Actions"
             onClick={(e) => {
               e.stopPropagation();
-              props.setActive(entry.key);
+              if (!selected) props.setActive(entry.key);
               const r = (e.currentTarget as HTMLElement).getBoundingClientRect();
               menuAt(r.right - 4, r.bottom + 4);
             }}>

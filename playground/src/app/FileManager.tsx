@@ -1,7 +1,8 @@
 /**
  * The file manager: one folder at a time (from the address), in a grid or a list, with
  * every action of the service: folders, uploads (drag-and-drop or the file browser),
- * delivery URLs, signed links and their revocation, downloads, rename, visibility and delete.
+ * delivery URLs, signed links and their revocation, downloads, rename, move, visibility and
+ * delete, on one item or on a selection of many; search in this folder or in all of them.
  */
 import type { JSX } from 'preact';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
@@ -11,39 +12,36 @@ import type { UploadItem } from '../uploads/manager.js';
 import { sessionUploads } from '../uploads/shared.js';
 import { UploadPanel } from '../uploads/UploadPanel.js';
 import { Breadcrumbs } from './Breadcrumbs.js';
-import { DeleteDialog, type Deletable } from './dialogs/DeleteDialog.js';
-import { DetailsDialog, type FileAction } from './dialogs/DetailsDialog.js';
-import { LinkDialog } from './dialogs/LinkDialog.js';
-import { NewFolderDialog } from './dialogs/NewFolderDialog.js';
-import { RenameDialog, type Renamable } from './dialogs/RenameDialog.js';
-import { RevokeLinksDialog } from './dialogs/RevokeLinksDialog.js';
+import type { Item } from './bulk.js';
+import type { FileAction } from './dialogs/DetailsDialog.js';
 import { fileEntry, folderEntry, uploadEntry, type Entry } from './entries.js';
+import { FileDialogs, type DialogState } from './FileDialogs.js';
 import { FileGrid } from './FileGrid.js';
 import { FileList } from './FileList.js';
 import { fileActions } from './fileActions.js';
 import { errorMessage, middleEllipsis, plural } from './format.js';
 import { entryMenuItems, type EntryActions } from './entryMenu.js';
-import { GlobeIcon, LockIcon, UploadIcon } from './icons.js';
+import { UploadIcon } from './icons.js';
 import { Menu, type MenuAnchor } from './Menu.js';
 import { compareEntries } from './order.js';
 import { defaultOrder, loadPrefs, saveSort, saveView, type Sort, type SortField } from './state/prefs.js';
 import { navigate, routeHref, useRoute, type View } from './state/url.js';
+import { moveWithToast, visibilityWithToast, type ApplyDeps } from './selectionActions.js';
 import { EmptyFolder, ErrorState, Loading, NoResults } from './States.js';
+import { SubBar } from './SubBar.js';
 import { toastError, toastInfo, toastSuccess } from './Toasts.js';
 import { TopBar, Toolbar } from './Toolbar.js';
+import { useDropZone } from './useDropZone.js';
+import { useGlobalSearch } from './useGlobalSearch.js';
 import { useListing } from './useListing.js';
 import { useNow } from './useNow.js';
 import { usePageKeys } from './usePageKeys.js';
-import { hasFiles, type ViewProps } from './views.js';
+import { useSelection } from './useSelection.js';
+import type { ViewProps } from './views.js';
 import { UsageChart } from './UsageChart.js';
 
-type DialogState =
-  | { type: 'new-folder' }
-  | { type: 'rename'; target: Renamable }
-  | { type: 'delete'; target: Deletable }
-  | { type: 'link'; file: FileRecord }
-  | { type: 'details'; file: FileRecord }
-  | { type: 'revoke-links'; file: FileRecord };
+const asItem = (e: Entry): Item | null => (e.kind === 'file' ? { kind: 'file', file: e.file } : e.kind === 'folder' ? { kind: 'folder', folder: e.folder } : null);
+const sessionGone = (err: unknown) => err instanceof CofferError && (err.status === 401 || err.code === 'csrf_failed');
 
 export function FileManager(props: { onSignOut: () => void; onSessionEnded: () => void }): JSX.Element {
   const route = useRoute();
@@ -52,17 +50,21 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
   const view: View = route.view ?? prefView;
   const [sort, setSortState] = useState<Sort>(prefs.sort);
   const q = route.q.trim();
-  const { listing, loadMore, refresh, upsertFile, upsertFolder, remove } = useListing(route.folder, q, sort);
+  const everywhere = !!q && !!route.all;
+  const local = useListing(route.folder, everywhere ? '' : q, sort);
+  const global = useGlobalSearch(q, everywhere);
+  const { listing, loadMore, refresh } = local;
+  const upsertFile = useCallback((f: FileRecord) => { local.upsertFile(f); global.upsertFile(f); }, [local.upsertFile]);
+  const upsertFolder = useCallback((f: FolderRecord) => { local.upsertFolder(f); global.upsertFolder(f); }, [local.upsertFolder]);
+  const remove = (ids: string[]) => { for (const id of ids) { local.remove(id); global.remove(id); } };
 
   const manager = useMemo(sessionUploads, []);
   const [uploads, setUploads] = useState<UploadItem[]>(() => manager.items());
   useEffect(() => manager.subscribe(setUploads), [manager]);
 
-  const [activeKey, setActiveKey] = useState<string | null>(null);
   const [dialog, setDialog] = useState<DialogState | null>(null);
   const [menu, setMenu] = useState<{ entry: Entry; anchor: MenuAnchor } | null>(null);
-  const [dragging, setDragging] = useState(false);
-  const [dropKey, setDropKey] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
   const now = useNow(30_000);
   const searchRef = useRef<HTMLInputElement>(null);
   const fileInput = useRef<HTMLInputElement>(null);
@@ -73,13 +75,8 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
   const folder = listing.folder;
   const where = route.folder === null ? 'All files' : folder?.name ?? 'this folder';
 
-  // ---- failures ------------------------------------------------------------------------
-  const sessionGone = (err: unknown) => err instanceof CofferError && (err.status === 401 || err.code === 'csrf_failed');
   const fail = useCallback((err: unknown, context?: string) => {
-    if (sessionGone(err)) {
-      props.onSessionEnded();
-      return;
-    }
+    if (sessionGone(err)) return props.onSessionEnded();
     toastError(context ? `${context}: ${errorMessage(err)}` : errorMessage(err));
   }, []);
   useEffect(() => {
@@ -87,20 +84,22 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
   }, [listing.status]);
 
   // ---- what is shown -------------------------------------------------------------------
-  const folderEntries = useMemo(() => listing.folders.map(folderEntry), [listing.folders]);
-  const fileEntries = useMemo(() => listing.files.map(fileEntry), [listing.files]);
+  const { hits } = global;
+  const folderEntries = useMemo(() => (everywhere ? hits.folders.map((f) => folderEntry(f, hits.paths.get(f.folder_id))) : listing.folders.map((f) => folderEntry(f))), [everywhere, hits, listing.folders]);
+  const fileEntries = useMemo(() => (everywhere ? hits.files.map((f) => fileEntry(f, hits.paths.get(f.file_id))) : listing.files.map((f) => fileEntry(f))), [everywhere, hits, listing.files]);
   const pending = useMemo(
     () => (q ? [] : uploads.filter((u) => u.folderId === route.folder && (u.status === 'queued' || u.status === 'uploading')).map(uploadEntry)),
     [uploads, route.folder, q],
   );
   const entries = useMemo(() => {
     if (!q) return [...folderEntries, ...pending, ...fileEntries];
-    // Search answers in name order; any other order is applied to what was found.
+    // Search in one folder answers in name order; any other order, and the all-folders walk, are ordered here.
     const cmp = compareEntries(sort);
-    return sort.field === 'name' && sort.order === 'asc'
+    return !everywhere && sort.field === 'name' && sort.order === 'asc'
       ? [...folderEntries, ...fileEntries]
       : [...folderEntries.slice().sort(cmp), ...fileEntries.slice().sort(cmp)];
-  }, [folderEntries, fileEntries, pending, q, sort]);
+  }, [folderEntries, fileEntries, pending, q, sort, everywhere]);
+  const sel = useSelection(entries);
 
   // Finished uploads join the listing at once.
   const handled = useRef(new Set<string>());
@@ -113,17 +112,16 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
     }
   }, [uploads, upsertFile]);
 
-  // The title says where the user is.
   useEffect(() => {
-    document.title = `${q ? `“${q}” in ` : ''}${where} · Coffer`;
-  }, [where, q]);
+    document.title = `${q ? `“${q}” in ` : ''}${everywhere ? 'all folders' : where} · Coffer`;
+  }, [where, q, everywhere]);
 
   // After a folder loads: select the folder the user came up from, and keep keyboard focus.
   useEffect(() => {
     if (listing.status !== 'ready') return;
     const key = selectAfterLoad.current;
     selectAfterLoad.current = null;
-    if (key && entries.some((e) => e.key === key)) setActiveKey(key);
+    sel.setActive(key && entries.some((e) => e.key === key) ? key : null);
     if (refocus.current) {
       refocus.current = false;
       requestAnimationFrame(() => document.querySelector<HTMLElement>('[data-focus-home]')?.focus({ preventScroll: true }));
@@ -132,37 +130,25 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
 
   // ---- navigation ----------------------------------------------------------------------
   const goFolder = useCallback((folderId: string | null) => {
-    const focused = document.activeElement?.closest('.scroller') !== null && document.activeElement !== document.body;
-    refocus.current = focused;
+    refocus.current = document.activeElement?.closest('.scroller') !== null && document.activeElement !== document.body;
     // Going up: select the folder we came from.
     const crumbs = listing.breadcrumbs;
     const at = folderId === null ? -1 : crumbs.findIndex((c) => c.folder_id === folderId);
     const child = crumbs[at + 1];
     selectAfterLoad.current = child && (folderId === null || at >= 0) ? child.folder_id : null;
-    setActiveKey(null);
+    sel.setActive(null);
     navigate({ folder: folderId, q: '' });
   }, [listing.breadcrumbs]);
 
-  const goUp = () => {
-    if (route.folder === null) return;
-    goFolder(folder?.parent_id ?? null);
-  };
-
-  const setView = (v: View) => {
-    saveView(v);
-    setPrefView(v);
-    navigate({ view: v });
-  };
-  const setSort = (s: Sort) => {
-    saveSort(s);
-    setSortState(s);
-  };
+  const goUp = () => { if (route.folder !== null) goFolder(folder?.parent_id ?? null); };
+  const setView = (v: View) => { saveView(v); setPrefView(v); navigate({ view: v }); };
+  const setSort = (s: Sort) => { saveSort(s); setSortState(s); };
   const onSort = (field: SortField) => setSort(sort.field === field ? { field, order: sort.order === 'asc' ? 'desc' : 'asc' } : { field, order: defaultOrder(field) });
 
   const onSearch = (text: string, commit: boolean) => {
     const next = text.trim();
     if (next === route.q.trim() && !commit) return;
-    setActiveKey(null);
+    sel.setActive(null);
     // A new search is a step in history; refining it is not.
     navigate({ q: next }, route.q === '' && next !== '' ? 'push' : 'replace');
   };
@@ -177,21 +163,35 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
     uploadVisibility.current = visibility;
     fileInput.current?.click();
   };
+  const drop = useDropZone(!!dialog, (files) => uploadTo(route.folder, files, where));
 
   // ---- actions -------------------------------------------------------------------------
   const { copyUrl, download, toggleVisibility } = fileActions({
     fail, upsertFile, upsertFolder, signedLink: (file) => setDialog({ type: 'link', file }),
   });
+  const applyDeps: ApplyDeps = { upsertFile, upsertFolder, sessionGone, onSessionEnded: props.onSessionEnded };
+  const running = (task: Promise<void>) => { setBusy(true); void task.finally(() => setBusy(false)); };
+  // What moved away is no longer in view: the selection ends with the move.
+  const moveInto = (target: FolderRecord | null, items: Item[]) => running(moveWithToast(items, target, applyDeps).then(sel.clear));
+  const setVisibility = (items: Item[], v: 'Public' | 'Private') => running(visibilityWithToast(items, v, applyDeps));
+
+  /** An action on an entry takes the whole selection when the entry is part of it. */
+  const itemsFor = (entry: Entry): Item[] => {
+    const chosen = sel.selected.has(entry.key) && sel.chosen.length > 1 ? sel.chosen : [entry];
+    return chosen.map(asItem).filter((i): i is Item => i !== null);
+  };
 
   const open = (entry: Entry) => {
     if (entry.kind === 'folder') goFolder(entry.folder.folder_id);
     else if (entry.kind === 'file') setDialog({ type: 'details', file: entry.file });
   };
 
-  const command = (cmd: 'delete' | 'rename', entry: Entry) => {
-    if (entry.kind === 'upload') return;
-    const target = entry.kind === 'file' ? { kind: 'file' as const, file: entry.file } : { kind: 'folder' as const, folder: entry.folder };
-    setDialog(cmd === 'delete' ? { type: 'delete', target } : { type: 'rename', target });
+  const command = (cmd: 'delete' | 'rename' | 'move', entry: Entry) => {
+    const item = asItem(entry);
+    if (!item) return;
+    if (cmd === 'rename') setDialog({ type: 'rename', target: item });
+    else if (cmd === 'delete') setDialog({ type: 'delete', targets: itemsFor(entry) });
+    else setDialog({ type: 'move', items: itemsFor(entry) });
   };
 
   const fileAction = (file: FileRecord, a: FileAction) => {
@@ -202,7 +202,7 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
       case 'download': setDialog(null); void download(file); break;
       case 'rename': command('rename', entry); break;
       case 'visibility': setDialog(null); void toggleVisibility(entry); break;
-      case 'delete': command('delete', entry); break;
+      case 'delete': setDialog({ type: 'delete', targets: [{ kind: 'file', file }] }); break;
       case 'revoke-links': setDialog({ type: 'revoke-links', file }); break;
     }
   };
@@ -216,131 +216,79 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
   };
 
   // ---- keyboard ------------------------------------------------------------------------
-  const state = useRef({ dialog, menu, q: route.q });
-  state.current = { dialog, menu, q: route.q };
-  usePageKeys(state, searchRef, () => setMenu(null));
-
-  // ---- drag and drop onto the page ---------------------------------------------------
-  const dragDepth = useRef(0);
-  const dropHandlers = {
-    onDragEnter: (e: DragEvent) => {
-      if (!hasFiles(e) || dialog) return;
-      e.preventDefault();
-      dragDepth.current++;
-      setDragging(true);
-    },
-    onDragOver: (e: DragEvent) => {
-      if (!hasFiles(e) || dialog) return;
-      e.preventDefault();
-      e.dataTransfer!.dropEffect = 'copy';
-      if (dropKey) setDropKey(null);
-      if (!dragging) setDragging(true);
-    },
-    onDragLeave: () => {
-      dragDepth.current = Math.max(0, dragDepth.current - 1);
-      if (dragDepth.current === 0) {
-        setDragging(false);
-        setDropKey(null);
-      }
-    },
-    onDrop: (e: DragEvent) => {
-      dragDepth.current = 0;
-      setDragging(false);
-      setDropKey(null);
-      if (!hasFiles(e) || dialog) return;
-      e.preventDefault();
-      uploadTo(route.folder, Array.from(e.dataTransfer!.files), where);
-    },
-  };
-  // Files dropped outside the page's zone are not opened by the browser.
-  useEffect(() => {
-    const stop = (e: DragEvent) => { if (hasFiles(e)) e.preventDefault(); };
-    const end = () => { dragDepth.current = 0; setDragging(false); setDropKey(null); };
-    window.addEventListener('dragover', stop);
-    window.addEventListener('drop', stop);
-    window.addEventListener('dragend', end);
-    return () => {
-      window.removeEventListener('dragover', stop);
-      window.removeEventListener('drop', stop);
-      window.removeEventListener('dragend', end);
-    };
-  }, []);
-  const dropFolderName = dropKey ? entries.find((e) => e.key === dropKey)?.name ?? where : where;
+  const state = useRef({ dialog, menu, q: route.q, selecting: sel.multi });
+  state.current = { dialog, menu, q: route.q, selecting: sel.multi };
+  usePageKeys(state, searchRef, () => setMenu(null), sel.clear);
 
   // ---- render --------------------------------------------------------------------------
   const viewProps: ViewProps = {
-    entries, activeKey, setActive: setActiveKey, open, command,
+    entries, activeKey: sel.active, setActive: sel.setActive, selected: sel.selected, pick: sel.pick, selectAll: sel.selectAll,
+    clearSelection: sel.clear, itemsFor, moveInto,
+    open, command,
     showMenu: (entry, anchor) => { if (entry.kind !== 'upload') setMenu({ entry, anchor }); },
     sort, onSort,
-    hasMore: listing.cursor !== null, loadingMore: listing.loadingMore,
-    moreError: listing.moreError ? errorMessage(listing.moreError) : null, loadMore,
-    now, label: q ? `Search results for ${q} in ${where}` : `Contents of ${where}`,
-    resetKey: listing.key, dropKey, setDropKey,
-    dropInto: (f, files) => {
-      dragDepth.current = 0;
-      setDragging(false);
-      uploadTo(f.folder_id, files, f.name);
-    },
+    hasMore: !everywhere && listing.cursor !== null, loadingMore: !everywhere && listing.loadingMore,
+    moreError: !everywhere && listing.moreError ? errorMessage(listing.moreError) : null, loadMore,
+    now, label: q ? `Search results for ${q} in ${everywhere ? 'all folders' : where}` : `Contents of ${where}`,
+    resetKey: everywhere ? `all\n${q}` : listing.key, dropKey: drop.dropKey, setDropKey: drop.setDropKey,
+    dropInto: (f, files) => { drop.reset(); uploadTo(f.folder_id, files, f.name); },
     cancelUpload: (id) => manager.cancel(id),
     goUp,
     folderHref: (id) => routeHref({ folder: id, view: route.view, q: '' }),
   };
 
+  const status = everywhere ? (hits.status === 'error' ? 'error' : hits.status === 'searching' && entries.length === 0 ? 'loading' : 'ready') : listing.status;
+  const error = everywhere ? hits.error : listing.error;
   let content: JSX.Element;
-  if (listing.status === 'loading') content = <Loading view={view} />;
-  else if (listing.status === 'error') {
-    const notFound = listing.error instanceof CofferError && listing.error.code === 'folder_not_found';
-    content = <ErrorState message={errorMessage(listing.error)} notFound={notFound} onRetry={refresh} onRoot={() => goFolder(null)} />;
+  if (status === 'loading') content = <Loading view={view} />;
+  else if (status === 'error') {
+    const notFound = error instanceof CofferError && error.code === 'folder_not_found';
+    content = <ErrorState message={errorMessage(error)} notFound={notFound} onRetry={refresh} onRoot={() => goFolder(null)} />;
   } else if (entries.length === 0) {
     content = q
-      ? <NoResults q={q} where={where} onClear={() => navigate({ q: '' }, 'replace')} />
+      ? <NoResults q={q} where={everywhere ? 'all folders' : where} onClear={() => navigate({ q: '' }, 'replace')} />
       : <EmptyFolder root={route.folder === null} onUpload={() => pickFiles()} onNewFolder={() => setDialog({ type: 'new-folder' })} />;
   } else content = view === 'grid' ? <FileGrid {...viewProps} /> : <FileList {...viewProps} />;
 
-  const loadedCount = listing.folders.length + listing.files.length;
-  const summary = listing.status !== 'ready' ? '' : q
-    ? `${plural(loadedCount, 'result')}${listing.cursor ? '+' : ''} for “${q}”`
-    : `${plural(listing.folders.length, 'folder')}${listing.cursor ? '+' : ''}, ${plural(listing.files.length, 'file')}${listing.cursor ? '+' : ''}${pending.length ? ` · ${plural(pending.length, 'upload')} in progress` : ''}`;
-
+  const chosenItems = sel.chosen.map(asItem).filter((i): i is Item => i !== null);
   return (
-    <div class={'app' + (dragging ? ' dragging' : '')} {...dropHandlers}>
+    <div class={'app' + (drop.dragging ? ' dragging' : '')} {...drop.handlers}>
       <TopBar
         q={route.q} where={where} searchRef={searchRef} onSearch={onSearch} onSignOut={props.onSignOut}
         homeHref={routeHref({ folder: null, view: route.view, q: '' })} onHome={() => goFolder(null)}
       />
+      <div class="workspace">
       <main class="main" aria-label="Files">
         <Toolbar
-          breadcrumbs={<Breadcrumbs crumbs={listing.breadcrumbs} href={(id) => routeHref({ folder: id, view: route.view, q: '' })} go={goFolder} />}
+          breadcrumbs={<Breadcrumbs crumbs={listing.breadcrumbs} href={(id) => routeHref({ folder: id, view: route.view, q: '' })} go={goFolder}
+            moveInto={(f, items) => moveInto(f, items)} />}
           view={view} setView={setView} sort={sort} setSort={setSort} searching={q !== ''}
           onNewFolder={() => setDialog({ type: 'new-folder' })}
           onUpload={(v) => { uploadTarget.current = null; pickFiles(v); }}
         />
-        <div class="subbar">
-          {q ? (
-            <p class="subbar-text" role="status">
-              <span>{summary} in <strong>{where}</strong></span>
-              <button type="button" class="btn btn-link" onClick={() => navigate({ q: '' }, 'replace')}>Clear search</button>
-            </p>
-          ) : (
-            <p class="subbar-text" role="status" data-testid="summary">{summary}</p>
-          )}
-          {listing.status === 'ready' && folder && (
-            <span class="subbar-badge" title={folder.effective_visibility === 'Private' ? 'Files in this folder need signed links' : 'Files here are Public unless Private themselves'}>
-              {folder.effective_visibility === 'Private' ? <LockIcon size={13} /> : <GlobeIcon size={13} />}
-              {folder.effective_visibility === 'Private' ? 'Private folder' : 'Public folder'}
-            </span>
-          )}
-        </div>
+        <SubBar
+          listing={listing} q={q} where={where} everywhere={everywhere} hits={hits} onStop={global.stop}
+          found={entries.length} pending={pending.length}
+          selection={sel.multi ? {
+            items: chosenItems, busy, onClear: sel.clear,
+            onMove: () => setDialog({ type: 'move', items: chosenItems }),
+            onVisibility: (v) => setVisibility(chosenItems, v),
+            onDelete: () => setDialog({ type: 'delete', targets: chosenItems }),
+          } : null}
+        />
         {route.folder === null && !q && <UsageChart />}
         <section class="content" aria-label={q ? 'Search results' : 'Folder contents'}>
           {content}
-          {dragging && (
+          {drop.dragging && (
             <div class="drop-overlay" aria-hidden="true">
-              <div class="drop-hint"><UploadIcon size={22} /><span>Drop files to upload to <strong>{dropFolderName}</strong></span></div>
+              <div class="drop-hint"><UploadIcon size={22} /><span>Drop files to upload to <strong>{drop.dropKey ? entries.find((e) => e.key === drop.dropKey)?.name ?? where : where}</strong></span></div>
             </div>
           )}
         </section>
       </main>
+      {/* Docked beside the files (below them on a phone), never over them. */}
+      <UploadPanel manager={manager} />
+      </div>
 
       <input
         ref={fileInput} type="file" multiple hidden tabIndex={-1} aria-hidden="true" data-testid="file-input"
@@ -356,48 +304,23 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
         }}
       />
 
-      <UploadPanel manager={manager} />
-
       {menu && (
-        <Menu label={`Actions for ${menu.entry.name}`} anchor={menu.anchor} items={entryMenuItems(menu.entry, menuActions)} onClose={() => setMenu(null)} />
+        <Menu label={`Actions for ${menu.entry.name}`} anchor={menu.anchor} items={entryMenuItems(menu.entry, menuActions, itemsFor(menu.entry).length)} onClose={() => setMenu(null)} />
       )}
-
-      {dialog?.type === 'new-folder' && (
-        <NewFolderDialog parent={folder} onClose={() => setDialog(null)} onCreated={(f) => {
-          setDialog(null);
+      <FileDialogs host={{
+        dialog, setDialog, folderId: route.folder, folder, now, upsertFile, upsertFolder, fail, fileAction, moveInto,
+        removed: (ids) => {
+          const i = entries.findIndex((e) => ids.includes(e.key));
+          const next = entries.slice(i + 1).find((e) => !ids.includes(e.key)) ?? entries.slice(0, Math.max(0, i)).reverse().find((e) => !ids.includes(e.key));
+          remove(ids);
+          sel.setActive(next ? next.key : null);
+        },
+        created: (f) => {
           upsertFolder(f);
-          setActiveKey(f.folder_id);
+          sel.setActive(f.folder_id);
           toastSuccess(`Created folder “${middleEllipsis(f.name, 40)}”`);
-        }} />
-      )}
-      {dialog?.type === 'rename' && (
-        <RenameDialog target={dialog.target} onClose={() => setDialog(null)} onRenamed={(r) => {
-          setDialog(null);
-          if (r.kind === 'file') upsertFile(r.file);
-          else upsertFolder(r.folder);
-          toastSuccess(`Renamed to “${middleEllipsis(r.kind === 'file' ? r.file.name : r.folder.name, 40)}”`);
-        }} />
-      )}
-      {dialog?.type === 'delete' && (
-        <DeleteDialog target={dialog.target} onClose={() => setDialog(null)} onDeleted={(id) => {
-          const t = dialog.target;
-          const i = entries.findIndex((e) => e.key === id);
-          const next = entries[i + 1] ?? entries[i - 1];
-          setDialog(null);
-          remove(id);
-          setActiveKey(next && next.key !== id ? next.key : null);
-          toastSuccess(t.kind === 'file'
-            ? `Deleted “${middleEllipsis(t.file.name, 40)}”`
-            : `Deleted folder “${middleEllipsis(t.folder.name, 40)}” and everything in it`);
-        }} />
-      )}
-      {dialog?.type === 'link' && <LinkDialog file={dialog.file} onClose={() => setDialog(null)} />}
-      {dialog?.type === 'revoke-links' && (
-        <RevokeLinksDialog file={dialog.file} onClose={() => setDialog(null)} onSignedLink={(file) => setDialog({ type: 'link', file })} onFailed={fail} />
-      )}
-      {dialog?.type === 'details' && (
-        <DetailsDialog file={dialog.file} now={now} onClose={() => setDialog(null)} onAction={(a) => fileAction((dialog as { file: FileRecord }).file, a)} />
-      )}
+        },
+      }} />
     </div>
   );
 }

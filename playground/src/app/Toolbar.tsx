@@ -13,10 +13,23 @@ import type { View } from './state/url.js';
 const isMac = /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
 export const MOD = isMac ? '⌘' : 'Ctrl';
 
+/** A phone's width, where the search field has room for one word of placeholder. */
+function useNarrow(): boolean {
+  const [narrow, setNarrow] = useState(() => window.matchMedia('(max-width: 600px)').matches);
+  useEffect(() => {
+    const mq = window.matchMedia('(max-width: 600px)');
+    const on = () => setNarrow(mq.matches);
+    mq.addEventListener('change', on);
+    return () => mq.removeEventListener('change', on);
+  }, []);
+  return narrow;
+}
+
 export function TopBar(props: {
   q: string; where: string; onSearch: (q: string, commit: boolean) => void; onSignOut: () => void; searchRef: RefObject<HTMLInputElement>; homeHref: string; onHome: () => void;
 }): JSX.Element {
   const [text, setText] = useState(props.q);
+  const narrow = useNarrow();
   const timer = useRef<ReturnType<typeof setTimeout>>();
   // The address changed (back, forward, a folder opened): the field follows.
   useEffect(() => {
@@ -47,7 +60,7 @@ export function TopBar(props: {
         <SearchIcon size={18} class="search-icon" />
         <input
           ref={props.searchRef} type="search" class="search-input" value={text} autoComplete="off" spellcheck={false}
-          placeholder={`Search in ${props.where}`} aria-label={`Search by name in ${props.where}`} data-testid="search"
+          placeholder={narrow ? 'Search' : props.where === 'All files' ? 'Search all files' : 'Search this folder'} aria-label={`Search by name in ${props.where}`} data-testid="search"
           onInput={(e) => onInput(e.currentTarget.value)}
           onKeyDown={(e) => {
             if (e.key === 'Escape' && text) {

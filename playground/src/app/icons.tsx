@@ -85,6 +85,9 @@ export const TrashIcon = (p: IconProps) => (
 export const PencilIcon = (p: IconProps) => (
   <Svg {...p}><path d="M16.5 3.5a2.3 2.3 0 0 1 3.3 3.3L7.5 19.1 3 21l1.9-4.5z" /><path d="m14.5 5.5 3.3 3.3" /></Svg>
 );
+export const MoveIcon = (p: IconProps) => (
+  <Svg {...p}><path d="M3.5 7.5V18A1.5 1.5 0 0 0 5 19.5h14a1.5 1.5 0 0 0 1.5-1.5V9A1.5 1.5 0 0 0 19 7.5h-7L10 5H5a1.5 1.5 0 0 0-1.5 1.5" /><path d="M9 13.5h6.5M13 11l2.5 2.5L13 16" /></Svg>
+);
 export const CloseIcon = (p: IconProps) => (
   <Svg {...p}><path d="M18 6 6 18M6 6l12 12" /></Svg>
 );

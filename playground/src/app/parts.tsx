@@ -7,13 +7,20 @@ import { formatEta, formatExact, formatRelative, formatSize, splitName } from '.
 import { FolderIcon, GlobeIcon, LockIcon, TypeIcon } from './icons.js';
 import { GRID_THUMB_WIDTH, cachedThumb, thumbUrl } from './thumbs.js';
 
-/** A name shortened in the middle by CSS when it does not fit; the full name on hover. */
+/**
+ * A name shortened in the middle by CSS when it does not fit; the full name on hover. Its two
+ * visible halves are laid out as separate boxes, which screen readers would read as two words,
+ * so they hear the whole name from a hidden copy instead.
+ */
 export function NameText(props: { name: string; class?: string }): JSX.Element {
   const [head, tail] = splitName(props.name);
   return (
     <span class={'name' + (props.class ? ' ' + props.class : '')} title={props.name}>
-      <span class="name-head">{head}</span>
-      {tail && <span class="name-tail">{tail}</span>}
+      <span class="name-shown" aria-hidden="true">
+        <span class="name-head">{head}</span>
+        {tail && <span class="name-tail">{tail}</span>}
+      </span>
+      <span class="sr-only">{props.name}</span>
     </span>
   );
 }

@@ -46,7 +46,7 @@ function slot<T>(task: () => Promise<T>): Promise<T> {
 const keyOf = (f: FileRecord, width: number) => `${f.file_id}|${f.effective_visibility}|${f.updated_at}|${width}`;
 
 /** The variant to ask for, or null to show the original. */
-const variantOf = (f: FileRecord, width: number) => (sourceFormat(f.content_type) ? { w: width, format: 'auto' as const } : null);
+const variantOf = (f: FileRecord, width: number) => (sourceFormat(f.content_type) ? { w: width, format: 'webp' as const } : null);
 
 /** A URL for an image thumbnail synchronously, when one is known and fresh. */
 export function cachedThumb(f: FileRecord, width = GRID_THUMB_WIDTH): string | null {

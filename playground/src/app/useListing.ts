@@ -6,6 +6,8 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { FileRecord, FolderRecord, ListRequest } from '../../../src/sdk/index.js';
 import { client } from '../api.js';
+import { fileEntry, folderEntry } from './entries.js';
+import { compareEntries } from './order.js';
 import type { Sort } from './state/prefs.js';
 
 export const PAGE_SIZE = 200;
@@ -38,6 +40,14 @@ const keyOf = (folderId: string | null, q: string, sort: Sort) => `${folderId ??
 const EMPTY: Omit<Listing, 'key'> = {
   status: 'loading', error: null, folder: null, breadcrumbs: [], folders: [], files: [], cursor: null, loadingMore: false, moreError: null,
 };
+
+/** Puts a record where the sort puts it (after a rename or an upload, the order holds). */
+function placed<T>(list: T[], record: T, cmp: (a: T, b: T) => number): T[] {
+  const out = list.slice();
+  const at = out.findIndex((x) => cmp(record, x) < 0);
+  out.splice(at < 0 ? out.length : at, 0, record);
+  return out;
+}
 
 const matches = (name: string, q: string) => !q || name.normalize('NFC').toLowerCase().includes(q.trim().normalize('NFC').toLowerCase());
 
@@ -117,19 +127,21 @@ export function useListing(folderId: string | null, q: string, sort: Sort): List
 
   const refresh = useCallback(() => setReloads((n) => n + 1), []);
 
+  const byFile = (a: FileRecord, b: FileRecord) => compareEntries(sort)(fileEntry(a), fileEntry(b));
+  const byFolder = (a: FolderRecord, b: FolderRecord) => compareEntries(sort)(folderEntry(a), folderEntry(b));
+
   const upsertFile = useCallback((file: FileRecord) => {
     setListing((cur) => {
       const i = cur.files.findIndex((f) => f.file_id === file.file_id);
       if (i >= 0) {
         const files = cur.files.slice();
-        if (file.folder_id !== folderId) files.splice(i, 1);
-        else files[i] = file;
-        return { ...cur, files };
+        files.splice(i, 1);
+        return { ...cur, files: file.folder_id !== folderId ? files : placed(files, file, byFile) };
       }
       if (cur.status !== 'ready' || file.folder_id !== folderId || file.status !== 'ready' || !matches(file.name, q)) return cur;
-      return { ...cur, files: [file, ...cur.files] };
+      return { ...cur, files: placed(cur.files, file, byFile) };
     });
-  }, [folderId, q]);
+  }, [folderId, q, sort]);
 
   const upsertFolder = useCallback((folder: FolderRecord) => {
     setListing((cur) => {
@@ -139,14 +151,13 @@ export function useListing(folderId: string | null, q: string, sort: Sort): List
       const i = cur.folders.findIndex((f) => f.folder_id === folder.folder_id);
       if (i >= 0) {
         const folders = cur.folders.slice();
-        if (folder.parent_id !== folderId) folders.splice(i, 1);
-        else folders[i] = folder;
-        return { ...cur, folders };
+        folders.splice(i, 1);
+        return { ...cur, folders: folder.parent_id !== folderId ? folders : placed(folders, folder, byFolder) };
       }
       if (cur.status !== 'ready' || folder.parent_id !== folderId || !matches(folder.name, q)) return cur;
-      return { ...cur, folders: [folder, ...cur.folders] };
+      return { ...cur, folders: placed(cur.folders, folder, byFolder) };
     });
-  }, [folderId, q]);
+  }, [folderId, q, sort]);
 
   const remove = useCallback((id: string) => {
     setListing((cur) => ({

@@ -1,5 +1,6 @@
 /**
- * The file manager's page-wide keys: Mod+F searches, Escape clears the search, and arrow keys
+ * The file manager's page-wide keys: Mod+F searches, Escape ends a selection of several or
+ * clears the search, and arrow keys
  * pressed with nothing focused start in the files. Dialogs and menus keep their own keys.
  */
 import type { RefObject } from 'preact';
@@ -10,9 +11,10 @@ const isMod = (e: KeyboardEvent) => e.metaKey || e.ctrlKey;
 const ARROWS = ['ArrowDown', 'ArrowUp', 'ArrowLeft', 'ArrowRight', 'Home', 'End'];
 
 export function usePageKeys(
-  state: RefObject<{ dialog: unknown; menu: unknown; q: string }>,
+  state: RefObject<{ dialog: unknown; menu: unknown; q: string; selecting: boolean }>,
   searchRef: RefObject<HTMLInputElement>,
   closeMenu: () => void,
+  clearSelection: () => void,
 ): void {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -26,6 +28,11 @@ export function usePageKeys(
         return;
       }
       if (s.dialog || s.menu || e.defaultPrevented) return;
+      if (e.key === 'Escape' && s.selecting) {
+        e.preventDefault();
+        clearSelection();
+        return;
+      }
       if (e.key === 'Escape' && s.q) {
         e.preventDefault();
         navigate({ q: '' }, 'replace');

@@ -1,5 +1,7 @@
 /** What the list and the grid share: their props and keyboard movement. */
 import type { FolderRecord } from '../../../src/sdk/index.js';
+import type { Item } from './bulk.js';
+import { endDrag, moveDropTarget, startDrag } from './dragItems.js';
 import type { Entry } from './entries.js';
 import type { MenuAnchor } from './Menu.js';
 import type { Sort, SortField } from './state/prefs.js';
@@ -8,9 +10,18 @@ export interface ViewProps {
   entries: Entry[];
   activeKey: string | null;
   setActive: (key: string | null) => void;
+  selected: ReadonlySet<string>;
+  /** A click with modifiers, or a check box (toggle). */
+  pick: (key: string, how: { toggle?: boolean; range?: boolean }) => void;
+  selectAll: () => void;
+  clearSelection: () => void;
+  /** What an action on an entry applies to: the whole selection when the entry is in it. */
+  itemsFor: (entry: Entry) => Item[];
+  /** Moves items into a folder. */
+  moveInto: (folder: FolderRecord, items: Item[]) => void;
   open: (entry: Entry) => void;
   showMenu: (entry: Entry, anchor: MenuAnchor) => void;
-  command: (cmd: 'delete' | 'rename', entry: Entry) => void;
+  command: (cmd: 'delete' | 'rename' | 'move', entry: Entry) => void;
   sort: Sort;
   onSort: (field: SortField) => void;
   hasMore: boolean;
@@ -55,10 +66,21 @@ export function moveTarget(key: string, index: number, count: number, cols: numb
   }
 }
 
+/** The active entry follows a movement key; with Shift the selection stretches to it. */
+export function moveTo(e: KeyboardEvent, to: number, props: ViewProps): void {
+  const entry = props.entries[to]!;
+  if (e.shiftKey && entry.kind !== 'upload') props.pick(entry.key, { range: true });
+  else props.setActive(entry.key);
+}
+
 /** Keys every view handles the same way; true when handled. */
 export function commandKey(e: KeyboardEvent, entry: Entry | undefined, props: ViewProps, anchor: () => MenuAnchor): boolean {
   if (e.altKey && e.key === 'ArrowUp') {
     props.goUp();
+    return true;
+  }
+  if ((e.ctrlKey || e.metaKey) && !e.altKey && (e.key === 'a' || e.key === 'A')) {
+    props.selectAll();
     return true;
   }
   if (!entry) return false;
@@ -82,22 +104,45 @@ export function commandKey(e: KeyboardEvent, entry: Entry | undefined, props: Vi
   return false;
 }
 
-/** Drag-and-drop handlers that upload dropped files into a folder's row or card. */
+/**
+ * A click on a row or card: Ctrl/⌘ toggles it in the selection, Shift selects the range from
+ * the last one clicked; a plain click selects it alone.
+ */
+export function clickPick(e: MouseEvent, entry: Entry, props: ViewProps): void {
+  const toggle = e.ctrlKey || e.metaKey;
+  if (entry.kind === 'upload' || (!toggle && !e.shiftKey)) props.setActive(entry.key);
+  else props.pick(entry.key, { toggle, range: e.shiftKey });
+}
+
+/** Rows and cards can be dragged onto a folder or a breadcrumb to move them (with the selection). */
+export function dragSource(entry: Entry, props: ViewProps): Record<string, unknown> {
+  if (entry.kind === 'upload') return {};
+  return {
+    draggable: true,
+    onDragStart: (e: DragEvent) => startDrag(e, props.itemsFor(entry)),
+    onDragEnd: () => endDrag(),
+  };
+}
+
+/**
+ * A folder's row or card as a drop target: dropped files upload into it, dragged files and
+ * folders move into it.
+ */
 export function folderDropTarget(entry: Entry, props: ViewProps): Record<string, (e: DragEvent) => void> {
   if (entry.kind !== 'folder') return {};
+  const hover = (on: boolean) => { if (on !== (props.dropKey === entry.key)) props.setDropKey(on ? entry.key : null); };
+  const move = moveDropTarget(entry.folder.folder_id, hover, (items) => props.moveInto(entry.folder, items));
   return {
     onDragOver: (e) => {
-      if (!hasFiles(e)) return;
+      if (!hasFiles(e)) return move.onDragOver!(e);
       e.preventDefault();
       e.stopPropagation();
       e.dataTransfer!.dropEffect = 'copy';
-      if (props.dropKey !== entry.key) props.setDropKey(entry.key);
+      hover(true);
     },
-    onDragLeave: (e) => {
-      if (!(e.currentTarget as HTMLElement).contains(e.relatedTarget as Node | null)) props.setDropKey(null);
-    },
+    onDragLeave: move.onDragLeave!,
     onDrop: (e) => {
-      if (!hasFiles(e)) return;
+      if (!hasFiles(e)) return move.onDrop!(e);
       e.preventDefault();
       e.stopPropagation();
       props.setDropKey(null);

@@ -36,6 +36,8 @@ export function FolderPickerDialog(props: {
   title?: string;
   /** What choosing the folder (or nothing: null) will mean, under the list. */
   hint?: (chosen: FolderRecord | null) => ComponentChildren;
+  /** The choose button's words for the folder it would choose (default "Choose “name”"). */
+  chooseLabel?: (chosen: FolderRecord | null) => string;
   onChoose: (path: FolderPath) => void;
   onClose: () => void;
 }): JSX.Element {
@@ -125,7 +127,7 @@ export function FolderPickerDialog(props: {
       footer={<>
         <button type="button" class="btn" onClick={props.onClose}>Cancel</button>
         <button type="button" class="btn btn-primary" onClick={choose} disabled={level.status !== 'ready'} data-testid="picker-choose">
-          {chosen ? `Choose “${middleEllipsis(chosen.name, 28)}”` : 'Choose All files'}
+          {props.chooseLabel ? props.chooseLabel(chosen) : chosen ? `Choose “${middleEllipsis(chosen.name, 28)}”` : 'Choose All files'}
         </button>
       </>}
     >

@@ -1,6 +1,6 @@
 /**
  * The address holds where the user is: the page, the folder, the view and the search,
- * e.g. `/?folder=ID&view=list&q=term`, `/?page=keys` or `/?page=webhooks`. Reload, back and forward restore it.
+ * e.g. `/?folder=ID&view=list&q=term` (`&in=all` searches every folder), `/?page=keys` or `/?page=webhooks`. Reload, back and forward restore it.
  */
 import { useEffect, useState } from 'preact/hooks';
 
@@ -14,6 +14,8 @@ export interface Route {
   /** null: not in the address; the saved preference decides. */
   view: View | null;
   q: string;
+  /** The search looks in every folder, not only this one. */
+  all?: boolean;
 }
 
 export function parseRoute(search: string): Route {
@@ -24,6 +26,7 @@ export function parseRoute(search: string): Route {
     folder: p.get('folder') || null,
     view: view === 'grid' || view === 'list' ? view : null,
     q: p.get('q') ?? '',
+    all: p.get('in') === 'all',
   };
 }
 
@@ -34,6 +37,7 @@ export function routeHref(r: Route): string {
   if (r.folder) p.set('folder', r.folder);
   if (r.view) p.set('view', r.view);
   if (r.q) p.set('q', r.q);
+  if (r.q && r.all) p.set('in', 'all');
   const s = p.toString();
   return s ? `/?${s}` : '/';
 }

@@ -3,7 +3,8 @@
  * service through the SDK. Data goes to standard output; progress and messages to standard
  * error. The commands themselves are declared in commands.ts, which loads this on use.
  */
-import { type FileRecord, type FolderRecord, type ListResponse } from '../sdk/index.js';
+import { type FileRecord, type FolderRecord, type LinkVariant, type ListResponse } from '../sdk/index.js';
+import { MAX_VARIANT_SIDE } from '../core/variants.js';
 import {
   CliError, clientFor, folderArg, isCode, json, visibilityArg, wholeNumber, type ClientFlags, type Io,
 } from './common.js';
@@ -154,7 +155,31 @@ export async function rmCmd(id: string, flags: ClientFlags & { recursive?: boole
 
 // link
 
-export async function link(id: string, flags: ClientFlags & { expiry?: string; download?: boolean; json?: boolean }, io: Io): Promise<void> {
+export interface LinkFlags extends ClientFlags {
+  expiry?: string;
+  download?: boolean;
+  json?: boolean;
+  width?: string;
+  height?: string;
+  fit?: string;
+  format?: string;
+  quality?: string;
+}
+
+/** The variant the options ask for (contract §13), or undefined; the service checks the values. */
+function variantOf(flags: LinkFlags): LinkVariant | undefined {
+  const variant: LinkVariant = {};
+  if (flags.width !== undefined) variant.w = wholeNumber(flags.width, '--width', 1, MAX_VARIANT_SIDE);
+  if (flags.height !== undefined) variant.h = wholeNumber(flags.height, '--height', 1, MAX_VARIANT_SIDE);
+  if (flags.quality !== undefined) variant.q = wholeNumber(flags.quality, '--quality', 1, 100);
+  if (flags.fit !== undefined) variant.fit = flags.fit.trim().toLowerCase();
+  if (flags.format !== undefined) variant.format = flags.format.trim().toLowerCase().replace(/^jpg$/, 'jpeg');
+  return Object.keys(variant).length > 0 ? variant : undefined;
+}
+
+export async function link(id: string, flags: LinkFlags, io: Io): Promise<void> {
+  const variant = variantOf(flags);
+  if (variant && flags.download) throw new CliError('--download and the variant options (--width, --height, --fit, --format, --quality) go in separate links.');
   const client = await clientFor(flags, io);
   const expiry = wholeNumber(flags.expiry ?? '3600', '--expiry', 1, 86_400);
   if (flags.download) {
@@ -164,7 +189,7 @@ export async function link(id: string, flags: ClientFlags & { expiry?: string; d
     return;
   }
   const file = await client.getFile(id);
-  const result = await client.createLink({ file_id: id, file_type: file.file_type, expiry });
+  const result = await client.createLink({ file_id: id, file_type: file.file_type, expiry, ...(variant ? { variant } : {}) });
   if (flags.json) return json(io, result);
   io.stdout.write(result.presigned_url + '\n');
 }

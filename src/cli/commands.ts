@@ -8,6 +8,8 @@ import { defaultIo, type ClientFlags, type Io } from './io.js';
 import type { ListFlags, MkdirFlags } from './client.js';
 import type { CreateFlags, GrantFlags } from './keys.js';
 import type { UploadFlags } from './upload.js';
+import type { SyncFlags } from './sync.js';
+import type { LinkFlags } from './client.js';
 
 const files = () => import('./client.js');
 const access = () => import('./keys.js');
@@ -15,7 +17,7 @@ const access = () => import('./keys.js');
 /** `--scope read,write` and `--scope read --scope write` alike. */
 const collect = (value: string, previous: string[] = []): string[] => [...previous, ...value.split(',').map((s) => s.trim()).filter(Boolean)];
 
-const CLIENT_COMMANDS = new Set(['upload', 'ls', 'mkdir', 'mv', 'rename', 'visibility', 'rm', 'link', 'download', 'grant', 'revoke-links']);
+const CLIENT_COMMANDS = new Set(['upload', 'sync', 'ls', 'mkdir', 'mv', 'rename', 'visibility', 'rm', 'link', 'download', 'grant', 'revoke-links']);
 
 /** A word that can only be an id (the service makes 22 base64url characters), not an option. */
 const DASH_ID = /^-[A-Za-z0-9_-]{15,}$/;
@@ -77,6 +79,23 @@ export function registerClientCommands(program: Command, io: Io = defaultIo()): 
       + 'Parts go as raw bytes (a third fewer than base64); a server that answers 415 to them gets JSON from then on.\n')
     .action(async (paths: string[], flags: UploadFlags) => (await import('./upload.js')).upload(paths, flags, io));
 
+  clientOptions(program.command('sync').description('Mirror a local directory into a folder: upload what is new or changed, skip what is the same, --delete what is gone.'))
+    .argument('<dir>', 'the local directory; its contents go into FOLDER')
+    .argument('[folder]', 'a folder id, or a path from the root such as /backups/site, created if missing (default: the root)')
+    .option('--delete', 'delete files and folders in FOLDER that are not in DIR (after the uploads, and only if none failed)')
+    .option('--dry-run', 'change nothing: print what would be uploaded, replaced, deleted and created')
+    .option('--private', 'make the files and folders it creates Private (a replaced file keeps its visibility)')
+    .option('--concurrency <n>', 'parts in flight at once (default 4)')
+    .option('--json', 'print a summary as JSON: uploaded, unchanged, deleted, folders_created, failed')
+    .addHelpText('after', examples(
+      'coffer sync ./site /websites/site',
+      'coffer sync ./photos 3kTQ0q2BWbcD9yqfXh4r1A --delete --dry-run',
+      'coffer sync ./backup /backups --delete --json > sync.json',
+    ) + '\nA file whose size and SHA-256 match the stored one is skipped, so running it again uploads only\n'
+      + 'what changed; a changed file is uploaded anew and its old record deleted. An interrupted run\n'
+      + 'resumes when run again. Like `rclone sync`, it copies the contents of DIR, not DIR itself.\n')
+    .action(async (dir: string, folder: string | undefined, flags: SyncFlags) => (await import('./sync.js')).sync(dir, folder, flags, io));
+
   clientOptions(program.command('ls').description('List a folder: its folders, then its files.'))
     .argument('[folder]', 'the folder id (default: the root)')
     .option('--sort <field>', 'name, created_at, updated_at or size (default name)')
@@ -126,9 +145,18 @@ export function registerClientCommands(program: Command, io: Io = defaultIo()): 
     .argument('<id>', 'the file')
     .option('--expiry <seconds>', 'how long the link works: 1–86400 (default 3600)')
     .option('--download', 'a link that makes browsers save the file under its name')
+    .option('--width <px>', 'an image variant: at most this wide (1–4096)')
+    .option('--height <px>', 'an image variant: at most this high (1–4096)')
+    .option('--fit <fit>', 'how the variant fills width × height: inside (default), contain or cover')
+    .option('--format <format>', 'the variant\'s format: webp, avif, jpeg, png, or auto (the best the browser accepts)')
+    .option('--quality <q>', 'the variant\'s quality, 1–100')
     .option('--json', 'print the full answer as JSON')
-    .addHelpText('after', examples('coffer link 7Yp1c0aT9Qm2xLr5Hk3VwA --expiry 900', 'curl -o photo.jpg "$(coffer link 7Yp1c0aT9Qm2xLr5Hk3VwA)"'))
-    .action(async (id: string, flags: ClientFlags & { expiry?: string; download?: boolean; json?: boolean }) => (await files()).link(id, flags, io));
+    .addHelpText('after', examples(
+      'coffer link 7Yp1c0aT9Qm2xLr5Hk3VwA --expiry 900',
+      'curl -o photo.jpg "$(coffer link 7Yp1c0aT9Qm2xLr5Hk3VwA)"',
+      'coffer link 7Yp1c0aT9Qm2xLr5Hk3VwA --width 400 --height 300 --fit cover --format webp --quality 80',
+    ) + '\nThe variant options are signed with the link: it serves that variant of the image and no other.\n')
+    .action(async (id: string, flags: LinkFlags) => (await files()).link(id, flags, io));
 
   clientOptions(program.command('download').description('Save a file from the delivery network, checking its SHA-256.'))
     .argument('<id>', 'the file')

@@ -34,10 +34,27 @@ async function accessKeyFor(url: string, flags: ClientFlags, env: NodeJS.Process
   throw new CliError(`No access key: set COFFER_ACCESS_KEY or pass --key. The service printed it when it first started and keeps it in ${CREDENTIALS_FILE} in its data directory${LOOPBACK.has(host) ? ` (not found at ${file}; set COFFER_DATA_DIR to that directory)` : ''}.`);
 }
 
+/**
+ * An edge answers every call of the programmatic interface (all POSTs) with 405 and
+ * `Allow: GET, HEAD`, which no origin sends: seen, the command says what is wrong with the
+ * URL instead of "method not allowed".
+ */
+function edgeAware(setting: string): typeof fetch {
+  return async (input, init) => {
+    const res = await globalThis.fetch(input, init);
+    if (res.status === 405 && (init?.method ?? 'GET') !== 'GET' && /^\s*GET\s*,\s*HEAD\s*$/i.test(res.headers.get('allow') ?? '')) {
+      await res.body?.cancel();
+      throw new CofferError(res.status, 'not_an_origin', `${setting} points at an edge (the delivery network); give the origin's URL.`);
+    }
+    return res;
+  };
+}
+
 export async function clientFor(flags: ClientFlags, io: Io): Promise<CofferClient> {
   const url = (flags.url ?? io.env.COFFER_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
   if (!/^https?:\/\/[^/]+/i.test(url)) throw new CliError(`"${url}" is not a service address: give the origin's URL, e.g. http://127.0.0.1:8080.`);
-  return new CofferClient({ url, accessKey: await accessKeyFor(url, flags, io.env) });
+  const setting = flags.url !== undefined ? '--url' : 'COFFER_URL';
+  return new CofferClient({ url, accessKey: await accessKeyFor(url, flags, io.env), fetch: edgeAware(setting) });
 }
 
 export function json(io: Io, value: unknown): void {

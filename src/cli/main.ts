@@ -122,7 +122,7 @@ async function runEdge(options: Record<string, string | undefined>): Promise<voi
 
 const program = new Command()
   .name('coffer')
-  .description('Coffer: file storage and edge delivery. Runs the service (serve, origin, edge) and talks to it (upload, ls, mkdir, mv, rename, visibility, rm, link, download, keys, grant, revoke-links).')
+  .description('Coffer: file storage and edge delivery. Runs the service (serve, origin, edge) and talks to it (upload, sync, ls, mkdir, mv, rename, visibility, rm, link, download, keys, grant, revoke-links).')
   .showHelpAfterError('(run with --help for usage)')
   // Usage errors read like every other failure: "coffer: missing required argument 'id'".
   // Set before the sub-commands are made: they copy it.
@@ -134,8 +134,10 @@ COFFER_ACCESS_KEY, or --url and --key. Run \`coffer <command> --help\` for its o
 Examples:
   npm start                                  # the service, embedded storage
   coffer upload ./photos --private           # a folder becomes folders
+  coffer sync ./site /websites/site --delete # mirror a directory; unchanged files are skipped
   coffer ls
   coffer link <FILE_ID> --expiry 900
+  coffer link <FILE_ID> --width 400 --format webp   # a signed image variant
   coffer keys create --name site --scope read --folder /photos
 `);
 

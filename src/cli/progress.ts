@@ -24,10 +24,31 @@ export interface ProgressOptions {
 
 const BAR = 20;
 const REDRAW_MS = 100;
+/**
+ * No estimate before this long and this many bytes: the first parts' rate says more about
+ * connection set-up than about the transfer, and "3h left" for a minute's work misleads.
+ */
+export const ETA_AFTER_MS = 1000;
+export const ETA_AFTER_BYTES = 1024 * 1024;
+/** Room for "59m59s left" or "99h59m left", so every line's tail has one width. */
+const ETA_WIDTH = 12;
+/** "1023.9 MiB/s". */
+const RATE_WIDTH = 12;
 
 function bar(fraction: number, width = BAR): string {
   const filled = Math.max(0, Math.min(width, Math.round(fraction * width)));
   return '█'.repeat(filled) + '░'.repeat(width - filled);
+}
+
+export interface Sample {
+  bytes: number;
+  ms: number;
+}
+
+/** "2m05s left" once the sample is long and large enough to say, else nothing. */
+export function etaText(sample: Sample, remaining: number): string {
+  if (sample.ms < ETA_AFTER_MS || sample.bytes < ETA_AFTER_BYTES || remaining <= 0) return '';
+  return `${formatDuration(remaining / (sample.bytes / (sample.ms / 1000)))} left`;
 }
 
 const percent = (loaded: number, total: number) => (total === 0 ? 100 : Math.floor((loaded / total) * 100));
@@ -52,9 +73,9 @@ export class Task {
     this.view.changed(this);
   }
 
-  speed(now: number): number {
-    const seconds = (now - this.started) / 1000;
-    return seconds > 0 ? (this.loaded - this.base) / seconds : 0;
+  /** Bytes sent in this run, and for how long: what an estimate may rest on. */
+  sample(now: number): Sample {
+    return { bytes: this.loaded - this.base, ms: now - this.started };
   }
 
   done(detail = ''): void {
@@ -148,10 +169,14 @@ export class Progress {
     this.drawn = 0;
   }
 
-  private lineFor(label: string, loaded: number, total: number, rate: number, width: number): string {
-    const left = rate > 0 ? formatDuration((total - loaded) / rate) + ' left' : '';
-    const tail = `  ${bar(total === 0 ? 1 : loaded / total)} ${String(percent(loaded, total)).padStart(3)}%  ${formatRate(rate).padStart(11)}  ${left}`;
-    const room = Math.max(8, width - tail.length - 2);
+  /**
+   * One bar line. Every line's tail (bar, percentage, rate, estimate) has the same width and
+   * every label is padded to `room`, so the bars of all lines start in one column.
+   */
+  private lineFor(label: string, loaded: number, total: number, sample: Sample, room: number): string {
+    const rate = sample.ms > 0 ? sample.bytes / (sample.ms / 1000) : 0;
+    const left = etaText(sample, total - loaded).padEnd(ETA_WIDTH);
+    const tail = `  ${bar(total === 0 ? 1 : loaded / total)} ${String(percent(loaded, total)).padStart(3)}%  ${formatRate(rate).padStart(RATE_WIDTH)}  ${left}`;
     const name = shorten(safeText(label), room);
     return `${name}${' '.repeat(Math.max(0, room - [...name].length))}${tail}`.trimEnd();
   }
@@ -160,14 +185,18 @@ export class Progress {
     if (!this.opts.live) return;
     const now = this.now();
     const width = Math.max(40, (this.out.columns || 80) - 1);
-    const lines: string[] = [];
-    for (const task of this.active) lines.push(this.lineFor(task.label, task.loaded, task.total, task.speed(now), width));
+    const rows: Array<[string, number, number, Sample]> = [];
+    for (const task of this.active) rows.push([task.label, task.loaded, task.total, task.sample(now)]);
     const files = this.opts.files ?? 0;
     if (files > 1) {
-      const seconds = (now - this.started) / 1000;
-      const rate = seconds > 0 ? (this.loadedAll - this.baseAll) / seconds : 0;
-      lines.push(this.lineFor(`Total ${this.filesDone}/${files}, ${formatBytes(this.loadedAll)}/${formatBytes(this.totalAll)}`, this.loadedAll, Math.max(this.totalAll, 1), rate, width));
+      const total = `Total ${this.filesDone}/${files}, ${formatBytes(this.loadedAll)}/${formatBytes(this.totalAll)}`;
+      rows.push([total, this.loadedAll, Math.max(this.totalAll, 1), { bytes: this.loadedAll - this.baseAll, ms: now - this.started }]);
     }
+    // The labels' column is as wide as the longest label, within what the terminal leaves.
+    const tailWidth = 2 + BAR + 1 + 4 + 2 + RATE_WIDTH + 2 + ETA_WIDTH;
+    const longest = Math.max(0, ...rows.map(([label]) => [...safeText(label)].length));
+    const room = Math.max(8, Math.min(longest, width - tailWidth));
+    const lines = rows.map(([label, loaded, total, sample]) => this.lineFor(label, loaded, total, sample, room));
     this.clear();
     if (lines.length > 0) this.out.write(lines.join('\n') + '\n');
     this.drawn = lines.length;

@@ -156,7 +156,9 @@ describe('Progress', () => {
     b.update(1500);
     vi.advanceTimersByTime(150);
     const first = out.text();
-    expect(first).toMatch(/a\.bin +█{10}░{10}  50% +500 B\/s {2}1s left/);
+    // 500 bytes in a second are too few for an estimate (cli-progress.test.ts).
+    expect(first).toMatch(/a\.bin +█{10}░{10}  50% +500 B\/s\n/);
+    expect(first).not.toMatch(/left/);
     expect(first).toMatch(/b\.bin +█{10}░{10}  50%/);
     expect(first).toMatch(/Total 0\/2, 2\.0 KiB\/3\.9 KiB +█{10}░{10}  50%/);
     expect(first).not.toMatch(/\x1b/);

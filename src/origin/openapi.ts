@@ -9,6 +9,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import { errors } from '../core/errors.js';
+import { docsTheme } from './docs-theme.js';
 
 const DOCS_PREFIX = '/docs';
 
@@ -70,7 +71,12 @@ async function buildDocsApp(routes: readonly NotedRoute[], options: FastifyDynam
   docs.setValidatorCompiler(() => () => true);
   docs.setSerializerCompiler(() => (data) => JSON.stringify(data));
   await docs.register(swagger, options);
-  await docs.register(swaggerUi, { routePrefix: DOCS_PREFIX, staticCSP: true, uiConfig: { docExpansion: 'list', defaultModelsExpandDepth: 0 } });
+  // BaseLayout: Swagger's own top bar (its logo draws an inline <style>, which the page's CSP
+  // refuses) gives way to Coffer's, from the theme.
+  await docs.register(swaggerUi, {
+    routePrefix: DOCS_PREFIX, staticCSP: true, theme: docsTheme,
+    uiConfig: { docExpansion: 'list', defaultModelsExpandDepth: 0, layout: 'BaseLayout' },
+  });
   for (const r of routes) docs.route({ ...r, handler: async () => null });
   await docs.ready();
   return docs;

@@ -1,11 +1,12 @@
 /**
- * The guides' examples run as written. In docs/sdk.md, docs/cli.md and docs/s3.md every ```js
- * block and every ```sh block is run; illustrative blocks carry other tags (```text, ```ts).
+ * The guides' examples run as written. In docs/sdk.md, docs/cli.md, docs/s3.md and docs/api.md
+ * every ```js block and every ```sh block is run; illustrative blocks carry other tags (```text,
+ * ```ts). A ```js browser block is a page's script: it runs in Chromium (helpers/docs-browser.ts).
  *
  * One real service (`coffer serve` on free ports, a temporary data dir, a known key and
  * secret) serves both documents. Each document gets a fresh working directory holding
  * `node_modules/coffer` (a link to this repository, so `import … from 'coffer/sdk'`
- * resolves as it does for a user) and `bin/coffer` (the built CLI), first on PATH, with
+ * resolves as it does for a user), the tus clients docs/api.md installs, and `bin/coffer` (the built CLI), first on PATH, with
  * COFFER_URL, COFFER_ACCESS_KEY, COFFER_SIGNING_SECRET and COFFER_CDN_URL set, S3_ENDPOINT
  * (the S3 port's URL) for docs/s3.md, and none of the machine's own AWS_* settings.
  *
@@ -21,11 +22,14 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, spawnCoffer, stopAll } from '../helpers/processes.js';
+import { runBrowserBlock } from '../helpers/docs-browser.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const DOC_TIMEOUT_MS = 60_000;
 /** docs/s3.md starts the aws CLI nine times, a Python interpreter each: seconds apiece on a busy machine. */
 const S3_DOC_TIMEOUT_MS = 150_000;
+/** docs/cli.md starts the CLI some sixty times, up to a second apiece on a busy machine. */
+const CLI_DOC_TIMEOUT_MS = 120_000;
 const KEY = 'docs-key-' + randomBytes(8).toString('hex');
 const SECRET = 'docs-secret-' + randomBytes(8).toString('hex');
 /** Tags that look runnable but are not: a block tagged so would silently be skipped. */
@@ -33,6 +37,8 @@ const AMBIGUOUS = new Set(['bash', 'shell', 'zsh', 'javascript', 'mjs', 'node'])
 
 interface Block {
   lang: 'js' | 'sh';
+  /** A ```js browser block: a page's script. */
+  browser: boolean;
   /** Line of the opening fence, from 1. */
   line: number;
   code: string;
@@ -43,9 +49,9 @@ function runnableBlocks(doc: string, markdown: string): Block[] {
   const blocks: Block[] = [];
   const lines = markdown.split('\n');
   for (let i = 0; i < lines.length; i++) {
-    const open = /^(\s*)(`{3,}|~{3,})\s*([\w-]*)/.exec(lines[i]!);
+    const open = /^(\s*)(`{3,}|~{3,})\s*([\w-]*)(.*)$/.exec(lines[i]!);
     if (!open) continue;
-    const [, indent, fence, tag] = open;
+    const [, indent, fence, tag, info] = open;
     const start = i;
     const body: string[] = [];
     for (i++; i < lines.length && !(lines[i]!.trim().startsWith(fence!) && lines[i]!.trim().replace(/[`~]/g, '') === ''); i++) {
@@ -56,7 +62,7 @@ function runnableBlocks(doc: string, markdown: string): Block[] {
     if (AMBIGUOUS.has(lang)) {
       throw new Error(`${doc}:${start + 1}: a block tagged "${tag}" would not run; tag it js or sh to run it, or text to show it.`);
     }
-    if (lang === 'js' || lang === 'sh') blocks.push({ lang, line: start + 1, code: body.join('\n') });
+    if (lang === 'js' || lang === 'sh') blocks.push({ lang, browser: lang === 'js' && /\bbrowser\b/.test(info!), line: start + 1, code: body.join('\n') });
   }
   return blocks;
 }
@@ -105,6 +111,8 @@ function failure(doc: string, block: Block, r: Run, stderr: string): Error {
 
 let dataDir: string;
 let env: Record<string, string>;
+/** Packages docs/api.md tells its reader to install, linked from this repository's node_modules. */
+const CLIENT_PACKAGES = ['tus-js-client', '@uppy/core', '@uppy/tus'];
 const workDirs: string[] = [];
 
 beforeAll(async () => {
@@ -130,6 +138,8 @@ async function workDir(): Promise<{ dir: string; env: NodeJS.ProcessEnv }> {
   workDirs.push(dir);
   await mkdir(join(dir, 'node_modules'));
   await symlink(ROOT, join(dir, 'node_modules', 'coffer'), 'dir');
+  await mkdir(join(dir, 'node_modules', '@uppy'));
+  for (const pkg of CLIENT_PACKAGES) await symlink(join(ROOT, 'node_modules', pkg), join(dir, 'node_modules', pkg), 'dir');
   await mkdir(join(dir, 'bin'));
   await writeFile(join(dir, 'bin', 'coffer'), `#!/bin/sh\nexec "${process.execPath}" "${CLI}" "$@"\n`);
   await chmod(join(dir, 'bin', 'coffer'), 0o755);
@@ -143,6 +153,16 @@ async function workDir(): Promise<{ dir: string; env: NodeJS.ProcessEnv }> {
       XDG_STATE_HOME: join(dir, '.state'),
     },
   };
+}
+
+/** What the application's server does for the page of a browser block: a grant for one image. */
+async function makeGrant(): Promise<string> {
+  const res = await fetch(`${env.COFFER_URL}/collections/upload/grant`, {
+    method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ max_size: 10_000_000, content_types: ['image/*'] }),
+  });
+  if (!res.ok) throw new Error(`grant: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { grant: string }).grant;
 }
 
 /** Runs every runnable block of one document; throws on the first that fails. */
@@ -160,6 +180,13 @@ async function runDoc(doc: string, timeoutMs = DOC_TIMEOUT_MS): Promise<{ js: nu
 
   const js = blocks.filter((b) => b.lang === 'js');
   for (const block of js) {
+    if (block.browser) {
+      await runBrowserBlock(`block-${block.line}`, block.code, { dir, originUrl: env.COFFER_URL!, grant: makeGrant }, deadline - Date.now())
+        .catch((err: Error) => {
+          throw new Error(`${doc}:${block.line}: the js browser block starting "${firstLine(block)}" failed: ${err.message}`);
+        });
+      continue;
+    }
     const file = join(dir, `block-${block.line}.mjs`);
     await writeFile(file, block.code + '\n');
     const r = await run(process.execPath, [file], dir, blockEnv, deadline - Date.now());
@@ -190,8 +217,19 @@ describe('the guides run as written', () => {
   }, DOC_TIMEOUT_MS);
 
   it('docs/cli.md', async () => {
-    const ran = await runDoc('docs/cli.md');
+    const ran = await runDoc('docs/cli.md', CLI_DOC_TIMEOUT_MS);
     expect(ran.sh).toBeGreaterThan(0);
+  }, CLI_DOC_TIMEOUT_MS);
+
+  it('docs/api.md: tus-js-client in Node and Uppy in Chromium', async () => {
+    const ran = await runDoc('docs/api.md', DOC_TIMEOUT_MS);
+    expect(ran.js).toBeGreaterThanOrEqual(2);
+    // Both files are stored and ready: the Node client's and the one picked in the page.
+    const res = await fetch(`${env.COFFER_URL}/collections/list`, {
+      method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ limit: 1000 }),
+    });
+    const files = ((await res.json()) as { files: Array<{ name: string; status: string }> }).files;
+    for (const name of ['report.txt', 'picked.png']) expect(files.find((f) => f.name === name), name).toMatchObject({ status: 'ready' });
   }, DOC_TIMEOUT_MS);
 
   it('docs/s3.md', async () => {

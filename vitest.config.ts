@@ -7,7 +7,8 @@ import { defineConfig } from 'vitest/config';
  * test/helpers/origin.ts gives each test origin a fresh database and a fresh bucket.
  *
  * Left out of `postgres-s3`, with the reason:
- * - cli.test.ts, cli-client.test.ts, cli-keys.test.ts, docs.test.ts, example-signed-link.test.ts,
+ * - cli.test.ts, cli-client.test.ts, cli-keys.test.ts, cli-sync.test.ts, cli-link-variant.test.ts,
+ *   docs.test.ts, example-signed-link.test.ts,
  *   edge.test.ts, webhooks-crash.test.ts: spawn their own CLI/origin processes with embedded storage, not startTestOrigin;
  * - multi-origin.test.ts, postgres-concurrency.test.ts, upload-s3.test.ts: choose their storage
  *   themselves (already PostgreSQL and/or S3);
@@ -21,7 +22,7 @@ import { defineConfig } from 'vitest/config';
  *   same whatever the origin stores in; once is enough for their transforms.
  */
 const e2eElsewhere = [
-  'cli', 'cli-client', 'cli-keys', 'docs', 'example-signed-link', 'edge', 'webhooks-crash',
+  'cli', 'cli-client', 'cli-keys', 'cli-sync', 'cli-link-variant', 'docs', 'example-signed-link', 'edge', 'webhooks-crash',
   'multi-origin', 'postgres-concurrency', 'upload-s3', 'field-order', 's3-auth', 's3-clients', 's3-edges',
   'variants', 'variants-fleet',
 ].map((name) => `test/e2e/${name}.test.ts`);

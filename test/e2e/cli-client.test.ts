@@ -671,7 +671,7 @@ describe('failures and help', () => {
   });
 
   it('--help of every client command exits 0 with an example', async () => {
-    const commands = ['upload', 'ls', 'mkdir', 'mv', 'rename', 'visibility', 'rm', 'link', 'download'];
+    const commands = ['upload', 'sync', 'ls', 'mkdir', 'mv', 'rename', 'visibility', 'rm', 'link', 'download'];
     const results = await Promise.all(commands.map((c) => coffer([c, '--help'])));
     results.forEach((r, i) => {
       expect(r.code, commands[i]).toBe(0);

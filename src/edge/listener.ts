@@ -6,7 +6,7 @@
 import http from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { clientErrorResponse } from '../core/client-error.js';
+import { answerClientError } from '../core/client-error.js';
 import { listenerCaps } from '../core/fd-budget.js';
 import { boundListener, boundedServerOptions } from '../core/listener-bounds.js';
 
@@ -16,10 +16,7 @@ export async function listenEdge(config: Config, handler: http.RequestListener, 
   // Longer than the 60 s a load balancer in front commonly keeps an idle connection.
   const server = http.createServer({ ...boundedServerOptions(bounds), keepAliveTimeout: 65_000 }, handler);
   boundListener(server, bounds, (message) => log.warn(message));
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (socket.writable) socket.end(clientErrorResponse(err.code));
-    else socket.destroy();
-  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.edgePort, config.host, () => resolve());

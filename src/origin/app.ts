@@ -12,7 +12,7 @@ import { installAuthentication } from './auth/hook.js';
 import { registerSessionRoutes } from './session-routes.js';
 import { DEFAULT_PLAYGROUND_DIR, registerPlayground } from './playground.js';
 import { registerChunkRoute } from './chunk-route.js';
-import { clientErrorResponse } from '../core/client-error.js';
+import { answerClientError } from '../core/client-error.js';
 import { installRequestTimeouts, httpServerOptions } from './request-timeouts.js';
 import { boundListener, type ConnectionCaps } from '../core/listener-bounds.js';
 import { listenerCaps } from '../core/fd-budget.js';
@@ -149,10 +149,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     // A request Node's parser refuses gets the contract's error body, not Fastify's own.
-    clientErrorHandler: (err, socket) => {
-      if (socket.writable) socket.end(clientErrorResponse((err as { code?: string }).code));
-      else socket.destroy();
-    },
+    clientErrorHandler: (err, socket) => answerClientError(err as { code?: string }, socket),
     // A URL the router cannot decode gets the contract's error body too, not Fastify's own.
     frameworkErrors: (error, _request, reply) => {
       sendError(reply, toCofferError(error));

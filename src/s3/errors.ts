@@ -85,7 +85,11 @@ export interface ErrorSubject {
  */
 export function toS3Error(err: unknown, at: ErrorSubject = {}): S3Error {
   if (isS3Error(err)) return err;
-  const e = err as { status?: unknown; code?: unknown; message?: unknown; details?: Record<string, unknown> } | null;
+  const e = err as { status?: unknown; statusCode?: unknown; code?: unknown; message?: unknown; details?: Record<string, unknown> } | null;
+  // The framework refuses a request it cannot read (a Content-Type that is no media type): the client's fault, not a retry.
+  if (e && typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 && typeof e.code === 'string' && e.code.startsWith('FST_')) {
+    return e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? s3Errors.invalidArgument('The Content-Type header is not a valid media type.') : s3Errors.invalidRequest(String(e.message ?? ''));
+  }
   if (!e || typeof e.status !== 'number' || typeof e.code !== 'string') return s3Errors.internal();
   const message = typeof e.message === 'string' ? e.message : '';
   const notFound = () => (at.uploadId ? s3Errors.noSuchUpload(at.uploadId) : at.key ? s3Errors.noSuchKey(at.key) : at.bucket ? s3Errors.noSuchBucket(at.bucket) : s3Errors.accessDenied());

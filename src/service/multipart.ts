@@ -128,7 +128,7 @@ export class Multipart {
 
   /** The parts recorded so far, by number, with their MD5s. */
   async parts(caller: Caller, u: UploadKey): Promise<{ file: StoredFile; upload: S3Upload; parts: StoredPart[] }> {
-    authorize(caller, 'upload');
+    authorize(caller, 'upload.list');
     await this.c.parts.settle(u.uploadId);
     const found = await this.requireUpload(this.c.meta.read, caller, u);
     return { ...found, parts: await this.c.meta.read.listParts(u.uploadId) };
@@ -185,7 +185,7 @@ export class Multipart {
 
   /** A bucket's open uploads the caller reaches, by key, after a key and upload id. */
   async list(caller: Caller, bucketId: string, prefix: string, after: { key: string; fileId: string } | null, limit: number): Promise<{ uploads: S3Upload[]; more: boolean }> {
-    authorize(caller, 'upload');
+    authorize(caller, 'upload.list');
     const out: S3Upload[] = [];
     let from = after;
     for (;;) {

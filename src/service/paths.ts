@@ -11,7 +11,7 @@ import type { MetadataTx, S3Entry, StoredFile, StoredFolder } from '../core/port
 import type { Caller } from '../core/access.js';
 import type { ServiceContext } from './context.js';
 import { childPlace, rootPlace, sightOf, type Place, type Sight } from './access.js';
-import { authorize } from './policy.js';
+import { authorize, requireNotOwnTop } from './policy.js';
 import { folderEventData } from './records.js';
 import { removeFiles } from './trash.js';
 
@@ -196,6 +196,7 @@ export class Paths {
     const seq = await this.c.meta.transaction(async (tx) => {
       await tx.lockFolderTree();
       const folder = await this.c.requireFolderFor(tx, caller, folderId);
+      requireNotOwnTop(caller, folder.id);
       const ids = [folder.id, ...(await tx.descendantFolderIds(folder.id))];
       await tx.lockFolders(ids);
       for (const id of ids) {

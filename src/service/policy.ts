@@ -33,6 +33,8 @@ export const RULES = {
   'folder.read': { scope: 'read' },
   'folder.write': { scope: 'write' },
   'upload': { scope: 'write', grants: true },
+  /** Open uploads' names and their parts' MD5s are what `read` shows. */
+  'upload.list': { scope: 'write', alsoScope: 'read' },
   'grant.create': { scope: 'write' },
   'key.create': { scope: 'admin' },
   'key.read': { scope: 'admin' },
@@ -85,6 +87,18 @@ export async function authorizeFolder(tx: MetadataTx, caller: Caller, action: Ac
 export async function authorizeFile(tx: MetadataTx, caller: Caller, action: Action, file: StoredFile): Promise<boolean> {
   authorize(caller, action);
   return fileInReach(tx, caller, file);
+}
+
+/**
+ * A confined caller's own folder is the root of everything it reaches: renaming, moving or
+ * deleting it would leave the caller confined to nothing, and a rename would tell it which
+ * names its parent holds. Changing its visibility stays allowed.
+ */
+export function requireNotOwnTop(caller: Caller, folderId: string): void {
+  const top = reachOf(caller);
+  if (top !== null && top === folderId) {
+    throw errors.forbidden('This credential is confined to this folder: it cannot rename, move or delete the folder itself.', { folder_id: folderId });
+  }
 }
 
 /** Whether the caller holds `scope` (no throw): what a record may show, e.g. a no-op update's answer. */

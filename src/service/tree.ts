@@ -9,7 +9,7 @@ import type { CreateFolderRequest, CreateFolderResponse, DeleteFolderRequest, De
 import { folderEventData } from './records.js';
 import type { ServiceContext } from './context.js';
 import type { Caller } from '../core/access.js';
-import { authorize, authorizeFolder, holds } from './policy.js';
+import { authorize, authorizeFolder, holds, requireNotOwnTop } from './policy.js';
 import { removeFiles } from './trash.js';
 
 /**
@@ -62,6 +62,7 @@ export class Tree {
     const { record, seq } = await this.c.meta.transaction(async (tx) => {
       await tx.lockFolderTree();
       const folder = await this.c.requireFolderFor(tx, caller, req.folder_id);
+      if (req.name !== undefined || req.parent_id !== undefined) requireNotOwnTop(caller, folder.id);
       let parentId = folder.parent_id;
       if (req.parent_id !== undefined) {
         parentId = req.parent_id;
@@ -111,6 +112,7 @@ export class Tree {
     const { result, seq } = await this.c.meta.transaction(async (tx) => {
       await tx.lockFolderTree();
       const folder = await this.c.requireFolderFor(tx, caller, req.folder_id);
+      requireNotOwnTop(caller, folder.id);
       if (!req.recursive) {
         const children = await tx.countChildren(folder.id);
         if (children.files > 0 || children.folders > 0) throw errors.folderNotEmpty(folder.id, children.files, children.folders);

@@ -100,5 +100,5 @@ describe.each(DIALECTS)('the %s dialect', (dialect) => {
     const cells = ops.flatMap((op) => callers.flatMap((c) => (op.target === 'none' ? ['in' as Place] : PLACES).map((place) => ({ op, c, place }))));
     const wrong = await inBatches(cells, 6, ({ op, c, place }) => judge(op, c, place));
     expect(wrong).toEqual([]);
-  }, 300_000);
+  }, 600_000);
 });

@@ -30,6 +30,8 @@ export const NEEDS = {
   /** Deliveries carry names, sizes and hashes: what `read` shows. */
   'make webhooks': { kind: 'scoped', scopes: ['admin', 'read'] },
   'copy files': { kind: 'scoped', scopes: ['read', 'write'] },
+  /** Open uploads' names and their parts' MD5s are what `read` shows. */
+  'list uploads': { kind: 'scoped', scopes: ['read', 'write'] },
   'read usage': { kind: 'scoped', scopes: ['read'], wholeTree: true },
 } as const satisfies Record<string, Need>;
 

@@ -101,7 +101,7 @@ export function s3Operations(world: () => S3World): Operation[] {
     op('headBucket', 'read folders', 'place', async (_ctx, w, p) => ({ send: (c) => c.send(new HeadBucketCommand({ Bucket: w.bucket[p] })), plain: plain('HEAD', `/${w.bucket[p]}`) })),
     op('bucketLocation', 'read folders', 'place', async (_ctx, w, p) => ({ send: (c) => c.send(new GetBucketLocationCommand({ Bucket: w.bucket[p] })), plain: plain('GET', `/${w.bucket[p]}?location`) })),
     op('bucketVersioning', 'read folders', 'place', async (_ctx, w, p) => ({ send: (c) => c.send(new GetBucketVersioningCommand({ Bucket: w.bucket[p] })), plain: plain('GET', `/${w.bucket[p]}?versioning`) })),
-    op('listMultipartUploads', 'upload', 'place', async (_ctx, w, p) => ({ send: (c) => c.send(new ListMultipartUploadsCommand({ Bucket: w.bucket[p] })), plain: plain('GET', `/${w.bucket[p]}?uploads`) })),
+    op('listMultipartUploads', 'list uploads', 'place', async (_ctx, w, p) => ({ send: (c) => c.send(new ListMultipartUploadsCommand({ Bucket: w.bucket[p] })), plain: plain('GET', `/${w.bucket[p]}?uploads`) })),
     op('listObjectsV1', 'read folders', 'place', async (_ctx, w, p) => ({ send: (c) => c.send(new ListObjectsCommand({ Bucket: w.bucket[p] })), plain: plain('GET', `/${w.bucket[p]}`) })),
     op('listObjectsV2', 'read folders', 'place', async (_ctx, w, p) => ({ send: (c) => c.send(new ListObjectsV2Command({ Bucket: w.bucket[p] })), plain: plain('GET', `/${w.bucket[p]}?list-type=2`) })),
     op('deleteObjects', 'change files', 'place', async (ctx, w, p) => {
@@ -145,7 +145,7 @@ export function s3Operations(world: () => S3World): Operation[] {
         plain: plain('PUT', `/${u.Bucket}/${u.Key}?partNumber=1&uploadId=${u.UploadId}`),
       };
     }),
-    op('listParts', 'upload', 'place', async (ctx, w, p) => {
+    op('listParts', 'list uploads', 'place', async (ctx, w, p) => {
       const u = await multipart(ctx, w, p, true);
       return { send: (c) => c.send(new ListPartsCommand({ Bucket: u.Bucket, Key: u.Key, UploadId: u.UploadId })), plain: plain('GET', `/${u.Bucket}/${u.Key}?uploadId=${u.UploadId}`) };
     }),

@@ -33,7 +33,6 @@ interface Context {
   limiter: Limiter;
   concurrency: number;
   signal: AbortSignal;
-  compat: boolean;
 }
 
 async function uploadOne(ctx: Context, step: UploadStep, task: Task): Promise<FileRecord> {
@@ -45,7 +44,7 @@ async function uploadOne(ctx: Context, step: UploadStep, task: Task): Promise<Fi
   let first = true;
   const record = await ctx.client.uploadFile(blob, {
     name: file.name, folderId: step.folderId, visibility: step.visibility, concurrency: ctx.concurrency, limiter: ctx.limiter,
-    signal: ctx.signal, partEncoding: ctx.compat ? 'json' : 'raw',
+    signal: ctx.signal,
     ...(contentType ? { contentType } : {}),
     ...(resume ? { resume } : {}),
     onSession: (session) => void ctx.store.save(key, session),
@@ -59,7 +58,7 @@ async function uploadOne(ctx: Context, step: UploadStep, task: Task): Promise<Fi
   return record;
 }
 
-export async function runUploads(client: CofferClient, steps: UploadStep[], opts: { concurrency: number; io: Io; compat: boolean }): Promise<UploadRun> {
+export async function runUploads(client: CofferClient, steps: UploadStep[], opts: { concurrency: number; io: Io }): Promise<UploadRun> {
   const run: UploadRun = { outcomes: [], interrupted: false, fatal: null };
   if (steps.length === 0) return run;
   const stop = new AbortController();
@@ -67,7 +66,7 @@ export async function runUploads(client: CofferClient, steps: UploadStep[], opts
   for (const step of steps) progress.expect(step.file.size);
   const ctx: Context = {
     client, progress, store: new ResumeStore(opts.io.env.COFFER_STATE_FILE ?? defaultStatePath(opts.io.env)),
-    limiter: new Limiter(opts.concurrency), concurrency: opts.concurrency, signal: stop.signal, compat: opts.compat,
+    limiter: new Limiter(opts.concurrency), concurrency: opts.concurrency, signal: stop.signal,
   };
   const onSignal = () => stop.abort(new CliError('Interrupted.', 130));
   process.once('SIGINT', onSignal);

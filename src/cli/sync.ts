@@ -145,7 +145,7 @@ export async function sync(dir: string, folder: string | undefined, flags: SyncF
   };
   if (dryRun) return reportPlan(io, target, plan, summary, flags.json === true);
 
-  const run = await runUploads(client, plan.uploads, { concurrency, io, compat: false });
+  const run = await runUploads(client, plan.uploads, { concurrency, io });
   for (const o of run.outcomes) {
     if (o.record) summary.uploaded.push({ path: o.step.file.rel, ...o.record, replaced: o.step.replaces.map((r) => r.file_id) });
     else if (o.error !== undefined) summary.failed.push({ path: o.step.file.rel, error: errorOf(o.error) });

@@ -14,7 +14,7 @@ import { UploadPanel } from '../uploads/UploadPanel.js';
 import { Breadcrumbs } from './Breadcrumbs.js';
 import type { Item } from './bulk.js';
 import type { FileAction } from './dialogs/DetailsDialog.js';
-import { fileEntry, folderEntry, uploadEntry, type Entry } from './entries.js';
+import { fileEntry, type Entry } from './entries.js';
 import { FileDialogs, type DialogState } from './FileDialogs.js';
 import { FileGrid } from './FileGrid.js';
 import { FileList } from './FileList.js';
@@ -23,7 +23,6 @@ import { errorMessage, middleEllipsis, plural } from './format.js';
 import { entryMenuItems, type EntryActions } from './entryMenu.js';
 import { UploadIcon } from './icons.js';
 import { Menu, type MenuAnchor } from './Menu.js';
-import { compareEntries } from './order.js';
 import { defaultOrder, loadPrefs, saveSort, saveView, type Sort, type SortField } from './state/prefs.js';
 import { navigate, routeHref, useRoute, type View } from './state/url.js';
 import { moveWithToast, visibilityWithToast, type ApplyDeps } from './selectionActions.js';
@@ -37,6 +36,7 @@ import { useListing } from './useListing.js';
 import { useNow } from './useNow.js';
 import { usePageKeys } from './usePageKeys.js';
 import { useSelection } from './useSelection.js';
+import { useShownEntries } from './useShownEntries.js';
 import type { ViewProps } from './views.js';
 import { UsageChart } from './UsageChart.js';
 
@@ -85,20 +85,7 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
 
   // ---- what is shown -------------------------------------------------------------------
   const { hits } = global;
-  const folderEntries = useMemo(() => (everywhere ? hits.folders.map((f) => folderEntry(f, hits.paths.get(f.folder_id))) : listing.folders.map((f) => folderEntry(f))), [everywhere, hits, listing.folders]);
-  const fileEntries = useMemo(() => (everywhere ? hits.files.map((f) => fileEntry(f, hits.paths.get(f.file_id))) : listing.files.map((f) => fileEntry(f))), [everywhere, hits, listing.files]);
-  const pending = useMemo(
-    () => (q ? [] : uploads.filter((u) => u.folderId === route.folder && (u.status === 'queued' || u.status === 'uploading')).map(uploadEntry)),
-    [uploads, route.folder, q],
-  );
-  const entries = useMemo(() => {
-    if (!q) return [...folderEntries, ...pending, ...fileEntries];
-    // Search in one folder answers in name order; any other order, and the all-folders walk, are ordered here.
-    const cmp = compareEntries(sort);
-    return !everywhere && sort.field === 'name' && sort.order === 'asc'
-      ? [...folderEntries, ...fileEntries]
-      : [...folderEntries.slice().sort(cmp), ...fileEntries.slice().sort(cmp)];
-  }, [folderEntries, fileEntries, pending, q, sort, everywhere]);
+  const { entries, pending } = useShownEntries({ listing, hits, everywhere, q, sort, uploads, folderId: route.folder });
   const sel = useSelection(entries);
 
   // Finished uploads join the listing at once.
@@ -243,7 +230,7 @@ export function FileManager(props: { onSignOut: () => void; onSessionEnded: () =
   if (status === 'loading') content = <Loading view={view} />;
   else if (status === 'error') {
     const notFound = error instanceof CofferError && error.code === 'folder_not_found';
-    content = <ErrorState message={errorMessage(error)} notFound={notFound} onRetry={refresh} onRoot={() => goFolder(null)} />;
+    content = <ErrorState message={errorMessage(error)} notFound={notFound} onRetry={everywhere ? global.retry : refresh} onRoot={() => goFolder(null)} />;
   } else if (entries.length === 0) {
     content = q
       ? <NoResults q={q} where={everywhere ? 'all folders' : where} onClear={() => navigate({ q: '' }, 'replace')} />

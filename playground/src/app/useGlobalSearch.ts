@@ -30,6 +30,7 @@ const fold = (s: string) => s.normalize('NFC').toLowerCase();
 export function useGlobalSearch(q: string, enabled: boolean) {
   const [hits, setHits] = useState<GlobalHits>(IDLE);
   const controller = useRef<AbortController | null>(null);
+  const [runs, setRuns] = useState(0);
 
   useEffect(() => {
     controller.current?.abort();
@@ -60,7 +61,7 @@ export function useGlobalSearch(q: string, enabled: boolean) {
       },
     );
     return () => ac.abort();
-  }, [q, enabled]);
+  }, [q, enabled, runs]);
 
   const stop = useCallback(() => {
     controller.current?.abort();
@@ -74,5 +75,7 @@ export function useGlobalSearch(q: string, enabled: boolean) {
     ...cur, folders: cur.folders.filter((f) => f.folder_id !== id), files: cur.files.filter((f) => f.file_id !== id),
   })), []);
 
-  return { hits, stop, upsertFile, upsertFolder, remove };
+  const retry = useCallback(() => setRuns((n) => n + 1), []);
+
+  return { hits, stop, retry, upsertFile, upsertFolder, remove };
 }

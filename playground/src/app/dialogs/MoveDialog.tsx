@@ -6,12 +6,13 @@
 import type { JSX } from 'preact';
 import type { FolderRecord } from '../../../../src/sdk/index.js';
 import { countWords, itemName, type Item } from '../bulk.js';
+import { canDropInto } from '../dragItems.js';
 import { middleEllipsis } from '../format.js';
 import { FolderPickerDialog } from './FolderPickerDialog.js';
 
 export function MoveDialog(props: {
   items: Item[];
-  /** The folder they are in (null: All files). */
+  /** Where the picker opens: the folder open (null: All files). */
   from: string | null;
   onMove: (target: FolderRecord | null) => void;
   onClose: () => void;
@@ -21,7 +22,7 @@ export function MoveDialog(props: {
   const hint = (chosen: FolderRecord | null) => {
     const id = chosen?.folder_id ?? null;
     if (id !== null && moving.has(id)) return 'A folder cannot be moved into itself.';
-    if (id === props.from) return `${what} ${props.items.length === 1 ? 'is' : 'are'} already here.`;
+    if (!canDropInto(props.items, id)) return `${what} ${props.items.length === 1 ? 'is' : 'are'} already here.`;
     const where = chosen ? `“${middleEllipsis(chosen.name, 40)}”` : 'All files';
     const priv = chosen?.effective_visibility === 'Private' ? ' Files there need signed links: the folder is Private.' : '';
     return `${what} will move to ${where}.${priv}`;
@@ -34,7 +35,7 @@ export function MoveDialog(props: {
       onChoose={(path) => {
         const target = path[path.length - 1] ?? null;
         const id = target?.folder_id ?? null;
-        if (id === props.from || (id !== null && moving.has(id))) return;
+        if (!canDropInto(props.items, id)) return;
         props.onMove(target);
       }}
     />

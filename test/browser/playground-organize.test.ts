@@ -105,6 +105,16 @@ describe('selecting several', () => {
     const page = await open(`/?folder=${root.folder_id}&view=list`);
     await item(page, 'a.txt').waitFor();
 
+    // Shift with the arrows stretches the selection; Escape ends it.
+    await item(page, 'b.txt').locator('.col-size').click();
+    await page.keyboard.press('Shift+ArrowDown');
+    await page.keyboard.press('Shift+ArrowDown');
+    expect(await selectedNames(page)).toEqual(['b.txt', 'c.txt', 'd.txt']);
+    await page.locator('[data-testid=selection-bar]').waitFor();
+    await page.keyboard.press('Escape');
+    await page.locator('[data-testid=selection-bar]').waitFor({ state: 'detached' });
+    expect(await selectedNames(page)).toEqual([]);
+
     await item(page, 'a.txt').locator('.col-size').click();
     await item(page, 'c.txt').locator('.col-size').click({ modifiers: ['Shift'] });
     expect(await selectedNames(page)).toEqual(['a.txt', 'b.txt', 'c.txt']);

@@ -6,6 +6,9 @@
  * forwards everything held, in order, and carries on. `cut()` resets every open connection.
  * `intercept(pattern)` holds the next connection whose first bytes match until the test
  * resets it, to fail one chosen request (say, one edge's fetch of one file) at a chosen moment.
+ * `cutAt(n)` and `freezeAt(n)` do the same as `cut()` and `freeze()` the moment n bytes in all
+ * have gone to the target, and not one more: a test that must break a body in its middle
+ * counts what the server can have been sent, not what the client says it wrote.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
@@ -17,6 +20,10 @@ export class TcpProxy {
   /** Connections accepted so far. */
   connections = 0;
   private interceptions: Array<{ pattern: RegExp; held: (client: Socket) => void }> = [];
+  /** Bytes forwarded to the target so far, over every connection. */
+  sentToTarget = 0;
+  /** What `cutAt` and `freezeAt` asked for, soonest first. */
+  private marks: Array<{ at: number; act: () => void }> = [];
 
   private constructor(private readonly server: Server, readonly port: number) {}
 
@@ -79,7 +86,7 @@ export class TcpProxy {
       }
       return !held;
     };
-    this.forward(client, () => upstream, pass);
+    this.forward(client, () => upstream, pass, (peer, d) => this.toTarget(peer, d));
     if (!this.frozenNow) client.resume();
   }
 
@@ -99,11 +106,14 @@ export class TcpProxy {
    * Forwards what `from` sends. An orderly end is passed on as an end, so what is still
    * buffered for the other side reaches it first; a close without one, as a reset.
    */
-  private forward(from: Socket, to: () => Socket | null, pass: (d: Buffer) => boolean = () => true): void {
+  private forward(
+    from: Socket, to: () => Socket | null, pass: (d: Buffer) => boolean = () => true,
+    write: (peer: Socket, d: Buffer) => void = (peer, d) => void peer.write(d),
+  ): void {
     let ended = false;
     from.on('data', (d: Buffer) => pass(d) && this.act(() => {
       const peer = to();
-      if (peer && !peer.destroyed) peer.write(d);
+      if (peer && !peer.destroyed) write(peer, d);
     }));
     from.once('end', () => {
       ended = true;
@@ -113,6 +123,48 @@ export class TcpProxy {
       const peer = to();
       if (!ended && peer && !peer.destroyed) peer.resetAndDestroy();
     }));
+  }
+
+  /**
+   * Writes a client's bytes to the target. A mark inside them splits them there: its action
+   * runs once exactly its count has gone, and the rest goes as any later bytes would (never,
+   * after a cut; at the thaw, after a freeze).
+   */
+  private toTarget(peer: Socket, d: Buffer): void {
+    const mark = this.marks[0];
+    if (!mark || this.sentToTarget + d.length < mark.at) {
+      this.sentToTarget += d.length;
+      peer.write(d);
+      return;
+    }
+    const head = Math.max(0, mark.at - this.sentToTarget);
+    if (head > 0) peer.write(d.subarray(0, head));
+    this.sentToTarget += head;
+    this.marks.shift();
+    mark.act();
+    const rest = d.subarray(head);
+    if (rest.length === 0) return;
+    const more = () => { if (!peer.destroyed) this.toTarget(peer, rest); };
+    // Ahead of whatever is held already, so the bytes stay in order.
+    if (this.frozenNow) this.deferred.unshift(more);
+    else more();
+  }
+
+  private mark(at: number, act: () => void): Promise<void> {
+    return new Promise((resolve) => {
+      this.marks.push({ at, act: () => { act(); resolve(); } });
+      this.marks.sort((a, b) => a.at - b.at);
+    });
+  }
+
+  /** Cuts (see `cut`) once `total` bytes in all have been forwarded to the target, and no more; resolves then. */
+  cutAt(total: number): Promise<void> {
+    return this.mark(total, () => this.cut());
+  }
+
+  /** Freezes (see `freeze`) once `total` bytes in all have been forwarded to the target; resolves then. */
+  freezeAt(total: number): Promise<void> {
+    return this.mark(total, () => this.freeze());
   }
 
   /** Closes every connection open now, abruptly (both ends see it reset); new ones are accepted as before. */
@@ -129,10 +181,9 @@ export class TcpProxy {
   /** Forwards what was held and resumes. */
   thaw(): void {
     this.frozenNow = false;
-    const work = this.deferred;
-    this.deferred = [];
-    for (const fn of work) fn();
-    for (const s of this.sockets) s.resume();
+    // A freezeAt reached on the way freezes again, keeping the rest.
+    while (!this.frozenNow && this.deferred.length > 0) this.deferred.shift()!();
+    if (!this.frozenNow) for (const s of this.sockets) s.resume();
   }
 
   async close(): Promise<void> {

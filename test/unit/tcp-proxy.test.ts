@@ -1,7 +1,8 @@
 /**
  * The test TCP proxy (test/helpers/tcp-proxy.ts) that the fleet tests put between edges and
  * origins: a server that sends its answer and closes must reach a slow reader whole, as it
- * would without the proxy; a reset still reaches it as a reset.
+ * would without the proxy; a reset still reaches it as a reset; cutAt and freezeAt act
+ * at their byte exactly.
  */
 import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
@@ -63,5 +64,45 @@ describe('TcpProxy', () => {
     const { bytes, error } = await readSlowly(p, 0);
     expect(error).toBe('ECONNRESET');
     expect(bytes.length).toBeLessThanOrEqual(1024);
+  });
+
+  /** A target that keeps what it is sent; `closed` resolves with it once the connection ends or breaks. */
+  async function receiver(): Promise<{ p: TcpProxy; closed: Promise<Buffer> }> {
+    let done!: (b: Buffer) => void;
+    const closed = new Promise<Buffer>((r) => (done = r));
+    const p = await serve((s) => {
+      const chunks: Buffer[] = [];
+      s.on('data', (d: Buffer) => chunks.push(d));
+      s.on('error', () => undefined);
+      s.on('close', () => done(Buffer.concat(chunks)));
+    });
+    return { p, closed };
+  }
+
+  it('cuts, at cutAt(n), with no more than n bytes sent to the target', async () => {
+    const { p, closed } = await receiver();
+    const body = randomBytes(8 * 1024 * 1024);
+    const cut = p.cutAt(3_000_001);
+    const client = connect(p.port, '127.0.0.1');
+    client.on('error', () => undefined);
+    client.end(body);
+    await cut;
+    const got = await closed;
+    expect(p.sentToTarget).toBe(3_000_001);
+    expect(got.length).toBeLessThanOrEqual(3_000_001);
+    expect(got.equals(body.subarray(0, got.length))).toBe(true);
+  });
+
+  it('freezes at freezeAt(n) with exactly n bytes sent, and sends the rest in order at the thaw', async () => {
+    const { p, closed } = await receiver();
+    const body = randomBytes(8 * 1024 * 1024);
+    const frozen = p.freezeAt(3_000_001);
+    connect(p.port, '127.0.0.1').end(body);
+    await frozen;
+    expect(p.frozen).toBe(true);
+    expect(p.sentToTarget).toBe(3_000_001);
+    p.thaw();
+    const got = await closed;
+    expect(got.equals(body)).toBe(true);
   });
 });

@@ -3,7 +3,8 @@
  * by dragging onto a folder or a breadcrumb; selecting several (click, Shift-click, Ctrl-click,
  * Ctrl-A, the list's check boxes) and moving, changing and deleting them together; a folder's
  * delete counting what it holds at every level; search across all folders with each hit's
- * path; the upload panel docked beside the files with each bar as wide as its percentage; a
+ * path; the sort kept after an upload and a rename; the upload panel docked beside the files
+ * with each bar as wide as its percentage; a
  * toast never over an open menu. Screenshots go to test-results/playground/.
  */
 import { randomBytes } from 'node:crypto';
@@ -211,6 +212,32 @@ describe('search across all folders', () => {
     await page.locator('[data-testid=scope-all]').click();
     await item(page, `${tag} folder`).locator('.row-name').click();
     await expect.poll(() => page.locator('[data-testid=breadcrumbs] [aria-current=page]').textContent()).toBe(`${tag} folder`);
+  });
+});
+
+describe('order', () => {
+  it('keeps the sort after an upload and a rename', async () => {
+    const root = await folder(unique('order'));
+    for (const [n, size] of [['b.txt', 40], ['d.txt', 20], ['f.txt', 10]] as const) await upload(n, root.folder_id, size);
+    const page = await open(`/?folder=${root.folder_id}&view=list`);
+    await item(page, 'b.txt').waitFor();
+    // Largest first.
+    await page.locator('[data-testid=sort]').selectOption('size:desc');
+    await expect.poll(() => shown(page)).toEqual(['b.txt', 'd.txt', 'f.txt']);
+    const path = join(dir, 'c.txt');
+    await writeFile(path, new Uint8Array(30));
+    await page.locator('input[type=file]').setInputFiles(path);
+    await expect.poll(() => page.locator('[data-testid=row][data-kind=file]').evaluateAll((els) => els.map((e) => e.getAttribute('data-name'))), WAIT)
+      .toEqual(['b.txt', 'c.txt', 'd.txt', 'f.txt']);
+    // By name: a rename moves the file to its new place.
+    await page.locator('[data-testid=sort]').selectOption('name:asc');
+    await expect.poll(() => shown(page)).toEqual(['b.txt', 'c.txt', 'd.txt', 'f.txt']);
+    await item(page, 'b.txt').locator('.col-size').click();
+    await page.keyboard.press('F2');
+    const rename = page.getByRole('dialog', { name: 'Rename file' });
+    await rename.getByLabel('New name').fill('e.txt');
+    await rename.getByRole('button', { name: 'Rename' }).click();
+    await expect.poll(() => shown(page)).toEqual(['c.txt', 'd.txt', 'e.txt', 'f.txt']);
   });
 });
 

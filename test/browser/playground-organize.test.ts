@@ -4,8 +4,8 @@
  * Ctrl-A, the list's check boxes) and moving, changing and deleting them together; a folder's
  * delete counting what it holds at every level; search across all folders with each hit's
  * path; the sort kept after an upload and a rename; the upload panel docked beside the files
- * with each bar as wide as its percentage; a
- * toast never over an open menu. Screenshots go to test-results/playground/.
+ * with each bar as wide as its percentage; a toast never over an open menu; a phone's list
+ * keeps the visibility badge. Screenshots go to test-results/playground/.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

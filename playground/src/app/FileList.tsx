@@ -132,12 +132,13 @@ export function ListFooter(props: Pick<ViewProps, 'hasMore' | 'loadingMore' | 'm
 
 /** The check box above the check box column: selects every entry shown, or none. */
 function SelectAllHeader(props: ViewProps): JSX.Element {
-  const selectable = props.entries.filter((e) => e.kind !== 'upload').length;
-  const all = selectable > 0 && props.selected.size >= selectable;
+  const selectable = props.entries.filter((e) => e.kind !== 'upload');
+  const chosen = selectable.filter((e) => props.selected.has(e.key)).length;
+  const all = selectable.length > 0 && chosen === selectable.length;
   return (
     <div role="columnheader" class="cell head col-check">
       <input type="checkbox" class="check" tabIndex={-1} checked={all} aria-label="Select all"
-        ref={(el) => { if (el) el.indeterminate = !all && props.selected.size > 1; }}
+        ref={(el) => { if (el) el.indeterminate = !all && chosen > 1; }}
         onClick={(e) => { e.stopPropagation(); if (all) props.clearSelection(); else props.selectAll(); }} />
     </div>
   );

@@ -225,6 +225,9 @@ export const CreateLinkRequest = Type.Object({
   file_type: FileTypeField,
   expiry: Type.Optional(Type.Number({ description: 'Seconds: 1–86400, default 3600.' })),
   variant: Type.Optional(LinkVariant),
+  preview: Type.Optional(Type.Boolean({
+    description: 'A link for your own preview or thumbnail of the file (the Playground asks for these): signed along as preview=1, served like any other, and not counted as a download in usage.',
+  })),
 }, strict);
 export type CreateLinkRequest = Static<typeof CreateLinkRequest>;
 

@@ -6,6 +6,8 @@ import type { EdgeCache } from './cache.js';
 import type { EdgeState } from './state.js';
 import type { FeedFollower } from './follower.js';
 
+const PREVIEW = /[?&]preview=1(?:&|$)/;
+
 /** One answer, as it ended: what usage and the access log are made of. */
 export interface Answered {
   /** Unix ms the request arrived. */
@@ -22,6 +24,8 @@ export interface Answered {
   cache: 'HIT' | 'MISS' | null;
   client: string;
   range: string | null;
+  /** The request says it is its owner's own preview or thumbnail (`preview=1`): not a download. */
+  preview?: boolean;
 }
 
 export interface EdgeMetrics {
@@ -96,6 +100,7 @@ export function edgeMetrics(deps: { cache: EdgeCache; state: EdgeState; follower
           time, method: req.method ?? '', fileId: route === '/files/:id' ? url.slice(7).split('?', 1)[0]! : null, status: res.statusCode, bytes, complete,
           durationMs: Math.round(seconds * 1e6) / 1e3, cache: body ? (body.hit ? 'HIT' : 'MISS') : null, client: req.socket.remoteAddress ?? '',
           range: typeof req.headers.range === 'string' ? req.headers.range.slice(0, 100) : null,
+          preview: PREVIEW.test(url),
         };
         for (const l of listeners) l(answered);
       });

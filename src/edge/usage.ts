@@ -18,9 +18,9 @@ export class UsageMeter {
     this.timer.unref();
   }
 
-  /** A GET whose bytes went out counts as a download of its file. */
+  /** A GET whose bytes went out counts as a download of its file, unless it is a preview (`preview=1`). */
   readonly answered = (a: Answered): void => {
-    if (a.fileId === null || a.method !== 'GET' || (a.status !== 200 && a.status !== 206) || !a.complete) return;
+    if (a.fileId === null || a.method !== 'GET' || (a.status !== 200 && a.status !== 206) || !a.complete || a.preview) return;
     const c = this.counts.get(a.fileId);
     if (c) {
       c[0] += 1;

@@ -59,7 +59,9 @@ export class Links {
       throw errors.invalidField('file_type_mismatch', 'file_type', `"file_type" must be the file's own type, "${file.file_type}".`, { expected: file.file_type });
     }
     const expiry = checkExpiry(req.expiry);
-    const link = this.sign(file.id, expiry, req.variant ? checkVariant(req.variant, file.content_type) : undefined);
+    // A preview is signed along, so a link cannot be turned into one after it is made.
+    const params = { ...(req.variant ? checkVariant(req.variant, file.content_type) : {}), ...(req.preview === true ? { preview: '1' } : {}) };
+    const link = this.sign(file.id, expiry, Object.keys(params).length ? params : undefined);
     return { file_id: file.id, file_type: file.file_type, expiry, presigned_url: link.url, expires_at: link.expiresAt };
   }
 

@@ -5,7 +5,8 @@
  * delete counting what it holds at every level; search across all folders with each hit's
  * path; the sort kept after an upload and a rename; the upload panel docked beside the files
  * with each bar as wide as its percentage; a toast never over an open menu; a phone's list
- * keeps the visibility badge. Screenshots go to test-results/playground/.
+ * keeps the visibility badge; thumbnails asked for as WebP previews that usage does not count.
+ * Screenshots go to test-results/playground/.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -212,6 +213,36 @@ describe('search across all folders', () => {
     await page.locator('[data-testid=scope-all]').click();
     await item(page, `${tag} folder`).locator('.row-name').click();
     await expect.poll(() => page.locator('[data-testid=breadcrumbs] [aria-current=page]').textContent()).toBe(`${tag} folder`);
+  });
+});
+
+describe('thumbnails', () => {
+  it('asks for WebP variants marked as previews, which usage does not count as downloads', { timeout: 90_000 }, async () => {
+    const { page: painter, context } = await pg.newPage({ viewport: { width: 240, height: 160 } });
+    await painter.setContent('<body style="margin:0;background:linear-gradient(135deg,#0ea5e9,#7c3aed)"></body>');
+    const png = new Uint8Array(await painter.screenshot());
+    await context.close();
+    const root = await folder(unique('thumbs'));
+    const pub = await pg.api.uploadFile(png, { name: 'public.png', folderId: root.folder_id, visibility: 'Public' });
+    const priv = await pg.api.uploadFile(png, { name: 'private.png', folderId: root.folder_id, visibility: 'Private' });
+    const page = await open(`/?folder=${root.folder_id}&view=grid`);
+    for (const f of [pub, priv]) {
+      const img = item(page, f.name).locator('img');
+      await expect.poll(() => img.evaluate((i: HTMLImageElement) => i.complete && i.naturalWidth), { timeout: 40_000 }).toBeGreaterThan(0);
+      const url = new URL((await img.getAttribute('src'))!);
+      expect([url.searchParams.get('w'), url.searchParams.get('format'), url.searchParams.get('preview')], f.name).toEqual(['320', 'webp', '1']);
+    }
+    expect(new URL((await item(page, 'private.png').locator('img').getAttribute('src'))!).searchParams.get('X-Sig')).toBeTruthy();
+    await pg.screenshot(page, 'thumbnails-webp');
+    // The edge has served both thumbnails; neither is a download. A real download is.
+    await pg.edge.reportUsage();
+    expect((await pg.api.getFile(pub.file_id)).downloads).toBe(0);
+    expect((await pg.api.getFile(priv.file_id)).downloads).toBe(0);
+    expect((await fetch(pub.delivery_url!)).status).toBe(200);
+    await expect.poll(async () => {
+      await pg.edge.reportUsage();
+      return (await pg.api.getFile(pub.file_id)).downloads;
+    }, WAIT).toBe(1);
   });
 });
 

@@ -182,7 +182,7 @@ describe('grid and list', () => {
     // Thumbnails: 320-pixel WebP variants (contract §13; a format every browser shows, made at once), the Public image's
     // at its delivery URL, the Private one's through a ~300 s signed link that signs the variant.
     const pub = item(page, 'sunset.png').locator('img');
-    await expect.poll(() => pub.getAttribute('src')).toBe(`${files.image!.delivery_url}?w=320&format=webp`);
+    await expect.poll(() => pub.getAttribute('src')).toBe(`${files.image!.delivery_url}?w=320&format=webp&preview=1`);
     // The first variant at this edge starts its transform process (run through tsx here).
     const FIRST_VARIANT = { timeout: 30_000 };
     await expect.poll(() => pub.evaluate((i: HTMLImageElement) => i.complete && i.naturalWidth), FIRST_VARIANT).toBeGreaterThan(0);
@@ -190,7 +190,7 @@ describe('grid and list', () => {
     await expect.poll(() => priv.getAttribute('src')).toContain('X-Sig=');
     const signed = new URL((await priv.getAttribute('src'))!);
     expect(signed.pathname).toBe(new URL(files.privateImage!.delivery_url!).pathname);
-    expect([signed.searchParams.get('w'), signed.searchParams.get('format')]).toEqual(['320', 'webp']);
+    expect([signed.searchParams.get('w'), signed.searchParams.get('format'), signed.searchParams.get('preview')]).toEqual(['320', 'webp', '1']);
     const ttl = Number(signed.searchParams.get('X-Expires')) - Date.now() / 1000;
     expect(ttl).toBeGreaterThan(200);
     expect(ttl).toBeLessThanOrEqual(301);

@@ -52,7 +52,8 @@ const variantOf = (f: FileRecord, width: number) => (sourceFormat(f.content_type
 export function cachedThumb(f: FileRecord, width = GRID_THUMB_WIDTH): string | null {
   if (f.effective_visibility === 'Public') {
     const variant = variantOf(f, width);
-    return variant ? `${f.delivery_url}?w=${variant.w}&format=${variant.format}` : f.delivery_url;
+    // preview=1: the Playground's own thumbnails are not downloads in usage.
+    return variant ? `${f.delivery_url}?w=${variant.w}&format=${variant.format}&preview=1` : `${f.delivery_url}?preview=1`;
   }
   const hit = cache.get(keyOf(f, width));
   return hit && hit.until > Date.now() ? hit.url : null;
@@ -66,7 +67,7 @@ export function thumbUrl(f: FileRecord, width = GRID_THUMB_WIDTH): Promise<strin
   const inFlight = pending.get(key);
   if (inFlight) return inFlight;
   const variant = variantOf(f, width);
-  const p = slot(() => client.createLink({ file_id: f.file_id, file_type: f.file_type, expiry: LINK_SECONDS, ...(variant ? { variant } : {}) }))
+  const p = slot(() => client.createLink({ file_id: f.file_id, file_type: f.file_type, expiry: LINK_SECONDS, preview: true, ...(variant ? { variant } : {}) }))
     .then((link) => {
       cache.set(key, { url: link.presigned_url, until: Date.parse(link.expires_at) - MARGIN_MS });
       return link.presigned_url;

@@ -233,6 +233,7 @@ describe('thumbnails', () => {
       expect([url.searchParams.get('w'), url.searchParams.get('format'), url.searchParams.get('preview')], f.name).toEqual(['320', 'webp', '1']);
     }
     expect(new URL((await item(page, 'private.png').locator('img').getAttribute('src'))!).searchParams.get('X-Sig')).toBeTruthy();
+    await page.waitForTimeout(400); // the thumbnails' fade-in
     await pg.screenshot(page, 'thumbnails-webp');
     // The edge has served both thumbnails; neither is a download. A real download is.
     await pg.edge.reportUsage();

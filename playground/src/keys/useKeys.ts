@@ -32,7 +32,7 @@ const newestFirst = (a: KeyRecord, b: KeyRecord) => (a.created_at < b.created_at
 /** Only what a list answer holds: a record passed in from a creation loses its secret here. */
 const publicPart = (k: KeyRecord): KeyRecord => ({
   key_id: k.key_id, name: k.name, scopes: k.scopes, folder_id: k.folder_id, created_at: k.created_at,
-  expires_at: k.expires_at, revoked_at: k.revoked_at, last_used_at: k.last_used_at,
+  expires_at: k.expires_at, revoked_at: k.revoked_at, last_used_at: k.last_used_at, created_by: k.created_by,
 });
 
 export function useKeys() {

@@ -17,7 +17,9 @@ export interface WebhooksState {
 const newestFirst = (a: WebhookRecord, b: WebhookRecord) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0);
 
 /** Only what a list answer holds: a record passed in from a creation loses its secret here. */
-const publicPart = (w: WebhookRecord): WebhookRecord => ({ webhook_id: w.webhook_id, url: w.url, events: w.events, created_at: w.created_at });
+const publicPart = (w: WebhookRecord): WebhookRecord => ({
+  webhook_id: w.webhook_id, url: w.url, events: w.events, created_at: w.created_at, folder_id: w.folder_id, made_by: w.made_by,
+});
 
 export function useWebhooks() {
   const [state, setState] = useState<WebhooksState>({ status: 'loading', error: null, hooks: [] });

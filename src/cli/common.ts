@@ -1,7 +1,7 @@
 /** What every client command of `coffer` shares: its output, its errors, its flags and its client. */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { CofferClient, CofferError } from '../sdk/index.js';
+import { CofferClient, CofferError, type ClientErrorCode, type ErrorCode } from '../sdk/index.js';
 import { CREDENTIALS_FILE } from '../config/credentials.js';
 import { CliError, type ClientFlags, type Io } from './io.js';
 
@@ -77,4 +77,4 @@ export function visibilityArg(value: string): 'Public' | 'Private' {
   throw new CliError(`Visibility must be "public" or "private", not "${value}".`);
 }
 
-export const isCode = (err: unknown, code: string): err is CofferError => err instanceof CofferError && err.code === code;
+export const isCode = (err: unknown, code: ErrorCode | ClientErrorCode): err is CofferError => err instanceof CofferError && err.code === code;

@@ -1,16 +1,18 @@
 import type { Duplex } from 'node:stream';
+import { ERROR_CODES, type ErrorCode } from './error-codes.js';
 
 /**
  * The answer to a request Node's HTTP parser refused (a bad request line, a folded header,
  * headers over the limit), in the contract's error shape rather than the server's own.
  */
 export function clientErrorResponse(parserCode: string | undefined): string {
-  const [status, reason, code, message] =
+  const [reason, code, message]: [string, ErrorCode, string] =
     parserCode === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'Request Header Fields Too Large', 'headers_too_large', 'The request headers are too large.']
+      ? ['Request Header Fields Too Large', 'headers_too_large', ERROR_CODES.headers_too_large.message]
       : parserCode === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'Request Timeout', 'request_timeout', 'The request did not arrive in time.']
-        : [400, 'Bad Request', 'invalid_request', 'The request is not valid HTTP/1.1.'];
+        ? ['Request Timeout', 'request_timeout', ERROR_CODES.request_timeout.message]
+        : ['Bad Request', 'invalid_request', 'The request is not valid HTTP/1.1.'];
+  const status = ERROR_CODES[code].status;
   const body = JSON.stringify({ error: { code, message, details: {} } });
   return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }

@@ -6,6 +6,7 @@
 import type http from 'node:http';
 import { SANDBOX_CSP, contentDisposition, isActiveContent, sendableType } from '../core/user-bytes.js';
 import type { EdgeFile } from './state.js';
+import { statusOf, type ErrorCode } from '../core/error-codes.js';
 
 export class AnswerHeaders {
   private readonly byFile = new WeakMap<EdgeFile, Map<string, string[]>>();
@@ -50,8 +51,9 @@ export class AnswerHeaders {
   }
 }
 
-export function sendError(res: http.ServerResponse, status: number, code: string, message: string, extra: string[] = [], details: Record<string, unknown> = {}): void {
+/** An error answer of contract §2, its status from the table of error codes. */
+export function sendError(res: http.ServerResponse, code: ErrorCode, message: string, extra: string[] = [], details: Record<string, unknown> = {}): void {
   const body = JSON.stringify({ error: { code, message, details } });
-  res.writeHead(status, ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body)), 'Cache-Control', 'no-store', 'X-Content-Type-Options', 'nosniff', ...extra]);
+  res.writeHead(statusOf(code), ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body)), 'Cache-Control', 'no-store', 'X-Content-Type-Options', 'nosniff', ...extra]);
   res.end(body);
 }

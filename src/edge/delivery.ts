@@ -4,10 +4,11 @@
  */
 import { LINK_CLOCK_SKEW_SECONDS, MAX_EXPIRY_SECONDS, isRevoked, verifyLink, type HmacSha256, type LinkCheck } from '../core/signing.js';
 import type { Visibility } from '../core/records.js';
+import { ERROR_CODES, type ErrorCode } from '../core/error-codes.js';
 import type { EdgeFile } from './state.js';
 
 export type Decision =
-  | { kind: 'error'; status: number; code: string; message: string }
+  | { kind: 'error'; status: number; code: ErrorCode; message: string }
   | { kind: 'serve'; signed: boolean; download: boolean };
 
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -36,7 +37,10 @@ export function parseTarget(requestTarget: string): { path: string; query: strin
   return { path, query, id: null };
 }
 
-const notFound: Decision = { kind: 'error', status: 404, code: 'not_found', message: 'No file is at this address.' };
+/** A refusal of contract §7: its status from the table of error codes. */
+const refuse = (code: ErrorCode, message: string = ERROR_CODES[code].message): Decision => ({ kind: 'error', status: ERROR_CODES[code].status, code, message });
+
+const notFound = refuse('not_found', 'No file is at this address.');
 
 /**
  * Checks links, remembering the ones whose signature was right: a link is fetched again
@@ -97,16 +101,16 @@ export function decide(
   const check: LinkCheck = query === '' ? { kind: 'unsigned', download: false } : links.check(path, query, nowSeconds);
   switch (check.kind) {
     case 'invalid':
-      return { kind: 'error', status: 403, code: 'invalid_signature', message: 'The link is not valid: its signature does not match.' };
+      return refuse('invalid_signature');
     case 'expired':
-      return { kind: 'error', status: 403, code: 'link_expired', message: 'The link has expired; ask for a new one.' };
+      return refuse('link_expired');
     case 'unsigned':
-      if (visibility === 'Private') return { kind: 'error', status: 403, code: 'signature_required', message: 'This file is private: it needs a signed link.' };
+      if (visibility === 'Private') return refuse('signature_required');
       return { kind: 'serve', signed: false, download: check.download };
     case 'valid':
       // Revocation is read from the file on every request: the cache above holds signatures only.
       if (isRevoked(check.issuedMs, file.links_revoked_at)) {
-        return { kind: 'error', status: 403, code: 'link_revoked', message: 'This link was revoked; ask for a new one.' };
+        return refuse('link_revoked');
       }
       return { kind: 'serve', signed: true, download: check.download };
   }

@@ -151,11 +151,11 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
   /** Answers a judgement that forbids serving; true when it did. */
   function refused(res: http.ServerResponse, judged: Judgement): judged is Exclude<Judgement, { file: EdgeFile }> {
     if (judged === 'unavailable') {
-      sendError(res, 503, 'edge_unavailable', 'This edge cannot reach the origin right now; try again shortly.', ['Retry-After', '1']);
+      sendError(res, 'edge_unavailable', 'This edge cannot reach the origin right now; try again shortly.', ['Retry-After', '1']);
       return true;
     }
     if ('error' in judged) {
-      sendError(res, judged.error.status, judged.error.code, judged.error.message);
+      sendError(res, judged.error.code, judged.error.message);
       return true;
     }
     return false;
@@ -197,7 +197,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     }
     if (upstream.statusCode !== 200) {
       upstream.resume();
-      sendError(res, 502, 'bad_gateway', 'The origin could not send the file; try again.');
+      sendError(res, 'bad_gateway', 'The origin could not send the file; try again.');
       return 'done';
     }
     metrics.body(res, false, range ? range.end - range.start + 1 : file.size);
@@ -237,7 +237,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     const ifRange = req.headers['if-range'] as string | undefined;
     if (range !== null && ifRange !== undefined && ifRange.trim() !== etag) range = null;
     if (range === 'unsatisfiable') {
-      sendError(res, 416, 'range_not_satisfiable', 'The requested range lies outside the file.', ['Content-Range', `bytes */${f.size}`]);
+      sendError(res, 'range_not_satisfiable', 'The requested range lies outside the file.', ['Content-Range', `bytes */${f.size}`]);
       return null;
     }
     const bytes = cache.lookup(f);
@@ -281,12 +281,12 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      sendError(res, 405, 'method_not_allowed', 'Only GET and HEAD are answered here.', ['Allow', 'GET, HEAD']);
+      sendError(res, 'method_not_allowed', 'Only GET and HEAD are answered here.', ['Allow', 'GET, HEAD']);
       return;
     }
     const target = parseTarget(req.url ?? '/');
     if ('error' in target) {
-      sendError(res, 400, 'invalid_path', target.error);
+      sendError(res, 'invalid_path', target.error);
       return;
     }
     if (target.path === '/healthz') {
@@ -296,7 +296,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     }
     if (target.path === '/metrics') return metrics.serve(req, res);
     if (target.id === null) {
-      sendError(res, 404, 'not_found', 'No file is at this address.');
+      sendError(res, 'not_found', 'No file is at this address.');
       return;
     }
     const entry: InFlight = { res, fileId: target.id, sha256: '', path: target.path, query: target.query, nowSeconds: Math.floor(Date.now() / 1000) };
@@ -309,7 +309,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     for (let attempt = 0; miss; attempt++) {
       if ((await fill(req, res, entry, miss)) === 'done') return;
       if (attempt + 1 === ATTEMPTS) {
-        sendError(res, 503, 'edge_unavailable', 'The file changed while this edge fetched it; try again.', ['Retry-After', '1']);
+        sendError(res, 'edge_unavailable', 'The file changed while this edge fetched it; try again.', ['Retry-After', '1']);
         return;
       }
       miss = respond(req, res, entry, await judge(entry));
@@ -320,7 +320,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     metrics.observe(req, res, routeOf(req.url));
     handle(req, res).catch((err) => {
       log.error({ err }, 'delivery failed');
-      if (!res.headersSent) sendError(res, 502, 'bad_gateway', 'The file could not be fetched from the origin; try again.');
+      if (!res.headersSent) sendError(res, 'bad_gateway', 'The file could not be fetched from the origin; try again.');
       else res.destroy();
     });
   }, log);

@@ -4,7 +4,8 @@
  * ListBuckets lists those the key sees; HeadBucket and GetBucketLocation answer for them.
  */
 import { authorize } from '../service/policy.js';
-import { s3Errors, toS3Error } from './errors.js';
+import { s3Errors } from './errors.js';
+import { toS3Error } from './error-map.js';
 import { checkNewBucketName, requireBucket } from './mapping.js';
 import { isoTime, noBody, ownerOf, xmlAnswer, type S3Handler, type S3Request } from './context.js';
 import { BUCKET_CONFIGURATION_BODY, readXmlBody } from './xml-bodies.js';

@@ -1,7 +1,7 @@
 /**
  * S3's errors (contract §12): a code S3 clients know, the status S3 answers it with, and the
  * extra elements S3 puts in its XML body (Key, BucketName, UploadId…). Made by named factories,
- * like the service's own errors; xml.ts renders them and maps the service's errors onto them.
+ * like the service's own errors; xml.ts renders them, error-map.ts maps the service's onto them.
  */
 export class S3Error extends Error {
   constructor(
@@ -71,65 +71,3 @@ export const s3Errors = {
   serviceUnavailable: (message: string) => new S3Error(503, 'ServiceUnavailable', message),
   internal: () => new S3Error(500, 'InternalError', 'We encountered an internal error. Please try again.'),
 };
-
-/** Where an error happened, for the elements S3 names in it. */
-export interface ErrorSubject {
-  bucket?: string | null;
-  key?: string | null;
-  uploadId?: string | null;
-}
-
-/**
- * The S3 error for one the service threw (CofferError, by status and code), or InternalError
- * for anything else.
- */
-export function toS3Error(err: unknown, at: ErrorSubject = {}): S3Error {
-  if (isS3Error(err)) return err;
-  const e = err as { status?: unknown; statusCode?: unknown; code?: unknown; message?: unknown; details?: Record<string, unknown> } | null;
-  // The framework refuses a request it cannot read (a Content-Type that is no media type): the client's fault, not a retry.
-  if (e && typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 && typeof e.code === 'string' && e.code.startsWith('FST_')) {
-    return e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? s3Errors.invalidArgument('The Content-Type header is not a valid media type.') : s3Errors.invalidRequest(String(e.message ?? ''));
-  }
-  if (!e || typeof e.status !== 'number' || typeof e.code !== 'string') return s3Errors.internal();
-  const message = typeof e.message === 'string' ? e.message : '';
-  const notFound = () => (at.uploadId ? s3Errors.noSuchUpload(at.uploadId) : at.key ? s3Errors.noSuchKey(at.key) : at.bucket ? s3Errors.noSuchBucket(at.bucket) : s3Errors.accessDenied());
-  switch (e.status) {
-    case 400: {
-      const part = Number(e.details?.part_number ?? 0);
-      switch (e.code) {
-        case 'invalid_part':
-          return s3Errors.invalidPart(part);
-        case 'invalid_part_order':
-          return s3Errors.invalidPartOrder();
-        case 'entity_too_small':
-          return s3Errors.entityTooSmall(part);
-        case 'malformed_parts':
-          return s3Errors.malformedXml(message);
-        case 'invalid_name':
-        case 'invalid_part_number':
-          return s3Errors.invalidArgument(message);
-        default:
-          return s3Errors.invalidRequest(message);
-      }
-    }
-    case 401:
-    case 403:
-      return s3Errors.accessDenied(message || undefined);
-    case 404:
-      return notFound();
-    case 409:
-      if (e.code === 'folder_exists') return s3Errors.bucketAlreadyOwnedByYou(at.bucket ?? '');
-      if (e.code === 'folder_not_empty') return s3Errors.bucketNotEmpty(at.bucket ?? '');
-      if (e.code === 'upload_completed') return s3Errors.noSuchUpload(at.uploadId ?? '');
-      if (e.code === 'folder_too_deep') return s3Errors.invalidArgument(message);
-      return new S3Error(409, 'OperationAborted', message || 'A conflicting conditional operation is currently in progress against this resource. Try again.');
-    case 413:
-      return s3Errors.entityTooLarge(Number(e.details?.limit ?? 0));
-    case 429:
-      return s3Errors.slowDown(Number(e.details?.retry_after ?? 1));
-    case 503:
-      return s3Errors.serviceUnavailable(message);
-    default:
-      return s3Errors.internal();
-  }
-}

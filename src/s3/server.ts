@@ -16,7 +16,7 @@ import { installRequestTimeouts, httpServerOptions } from '../origin/request-tim
 import { boundListener, type ConnectionCaps } from '../core/listener-bounds.js';
 import { listenerCaps } from '../core/fd-budget.js';
 import { s3Authenticator, targetOf, verifiedOf } from './auth.js';
-import { toS3Error } from './errors.js';
+import { toS3Error } from './error-map.js';
 import { errorDocument } from './xml.js';
 import { bucketAndKey } from './mapping.js';
 import { headerMap, queryParams } from './sigv4.js';

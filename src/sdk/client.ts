@@ -13,7 +13,7 @@ import type {
 } from '../core/api-access.js';
 import type { FileWithUsage, UsageRequest, UsageResponse } from '../core/api-usage.js';
 import type { CreateWebhookRequest, CreateWebhookResponse, DeliveriesRequest, DeliveriesResponse, DeliveryRecord, ListWebhooksResponse } from '../core/api-webhooks.js';
-import { CofferError } from '../core/errors.js';
+import { CofferError, clientError } from '../core/errors.js';
 import { base64Length, encodeBase64Into } from './base64.js';
 import { DEFAULT_RETRY, backoffDelay, sleep, type RetryOptions } from './retry.js';
 import { uploadFile, type UploadOptions, type UploadSource } from './upload.js';
@@ -95,7 +95,7 @@ async function errorFrom(res: Response): Promise<CofferError> {
   } catch {
     // Not JSON: a proxy or something else answered.
   }
-  return new CofferError(res.status, 'http_error', `The server answered ${res.status} ${res.statusText || ''}`.trim() + ' without a Coffer error body; check the URL.', {});
+  return clientError('http_error', `The server answered ${res.status} ${res.statusText || ''}`.trim() + ' without a Coffer error body; check the URL.', res.status);
 }
 
 /**
@@ -109,14 +109,14 @@ async function jsonFrom<T>(res: Response): Promise<T> {
     return JSON.parse(text) as T;
   } catch {
     const type = res.headers.get('content-type');
-    throw new CofferError(res.status, 'http_error', `The server answered ${res.status}${type ? ` with ${type.split(';')[0]}` : ''} instead of JSON; check the URL.`, {});
+    throw clientError('http_error', `The server answered ${res.status}${type ? ` with ${type.split(';')[0]}` : ''} instead of JSON; check the URL.`, res.status);
   }
 }
 
 function networkError(url: string, err: unknown): CofferError {
   const cause = err as { message?: string; cause?: { code?: string; message?: string } };
   const why = cause?.cause?.code ?? cause?.cause?.message ?? cause?.message ?? String(err);
-  const e = new CofferError(0, 'network_error', `Could not reach ${url} (${why}); check the URL and that the service is running.`, {});
+  const e = clientError('network_error', `Could not reach ${url} (${why}); check the URL and that the service is running.`);
   (e as { cause?: unknown }).cause = err;
   return e;
 }

@@ -14,6 +14,8 @@ export type { VariantParams, VariantFit, VariantFormat } from '../core/variants.
 export type { RetryOptions } from './retry.js';
 export { CofferError } from '../core/errors.js';
 export type { ErrorBody, ErrorDetails } from '../core/errors.js';
+export { CLIENT_ERROR_CODES, ERROR_CODES } from '../core/error-codes.js';
+export type { ClientErrorCode, ErrorCode } from '../core/error-codes.js';
 export { fileTypeFor } from '../core/file-types.js';
 export { CHUNK_SIZE, partCount } from '../core/upload.js';
 export { FILE_TYPES } from '../core/records.js';

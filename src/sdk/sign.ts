@@ -2,7 +2,7 @@
  * Signing links offline (contract §6) with Web Crypto, so any server or worker holding
  * the signing secret makes the same links as the origin's create-link, without a call.
  */
-import { CofferError } from '../core/errors.js';
+import { clientError } from '../core/errors.js';
 import { MAX_EXPIRY_SECONDS, parseQuery, signPathAsync } from '../core/signing.js';
 import { variantQuery, type VariantParams } from '../core/variants.js';
 
@@ -40,7 +40,7 @@ async function hmacSha256(secret: string, message: string): Promise<Uint8Array> 
   return new Uint8Array(await globalThis.crypto.subtle.sign('HMAC', await hmacKey(secret), encoder.encode(message)));
 }
 
-const invalid = (message: string) => new CofferError(0, 'invalid_argument', message, {});
+const invalid = (message: string) => clientError('invalid_argument', message);
 
 /**
  * Signs a delivery path (`/files/{id}`) or a whole delivery URL (`{cdn_url}/files/{id}`,

@@ -5,7 +5,7 @@
  */
 import type { FileRecord, UploadSession } from '../core/api.js';
 import type { FileWithUsage } from '../core/api-usage.js';
-import { CofferError } from '../core/errors.js';
+import { CofferError, clientError } from '../core/errors.js';
 import { fileTypeFor } from '../core/file-types.js';
 import type { FileType } from '../core/records.js';
 import { CHUNK_SIZE, partCount } from '../core/upload.js';
@@ -116,7 +116,7 @@ function toBlob(source: UploadSource): Blob {
   return new Blob([bytes as Uint8Array<ArrayBuffer>]);
 }
 
-const usage = (message: string) => new CofferError(0, 'invalid_argument', message, {});
+const usage = (message: string) => clientError('invalid_argument', message);
 
 export async function uploadFile(client: CofferClient, source: UploadSource, opts: UploadOptions = {}): Promise<FileRecord> {
   const blob = toBlob(source);

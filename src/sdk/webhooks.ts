@@ -3,7 +3,7 @@
  * `id.timestamp.body` with the webhook's secret, and a timestamp close to now, so a captured
  * delivery cannot be replayed later. Runs wherever Web Crypto does.
  */
-import { CofferError } from '../core/errors.js';
+import { clientError } from '../core/errors.js';
 import { constantTimeEqual } from '../core/signing.js';
 import { webhookSignature } from '../core/webhooks.js';
 
@@ -31,7 +31,7 @@ function header(headers: HeaderBag, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-const refuse = (message: string) => new CofferError(0, 'invalid_webhook', message, {});
+const refuse = (message: string) => clientError('invalid_webhook', message);
 
 /** Returns the event when the delivery is genuine and fresh; throws CofferError `invalid_webhook` otherwise. */
 export async function verifyWebhook(headers: HeaderBag, body: string | Uint8Array, secret: string, opts: VerifyWebhookOptions = {}): Promise<WebhookDelivery> {

@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { errors } from '../core/errors.js';
+import type { FieldErrorCode } from '../core/error-codes.js';
 import { newId, newSecretPart } from '../core/ids.js';
 import { validateName } from '../core/names.js';
 import { isoTime, parseVisibility } from '../core/records.js';
@@ -46,7 +47,7 @@ function parseScopeList(scopes: string[]): Scope[] {
   return SCOPES.filter((s) => wanted.includes(s));
 }
 
-function wholeNumber(value: number | null | undefined, fallback: number | null, min: number, max: number, code: string, field: string): number | null {
+function wholeNumber(value: number | null | undefined, fallback: number | null, min: number, max: number, code: FieldErrorCode, field: string): number | null {
   if (value === undefined || value === null) return fallback;
   if (!Number.isInteger(value) || value < min || value > max) throw errors.invalidField(code, field, `"${field}" must be a whole number from ${min} to ${max}.`);
   return value;

@@ -8,7 +8,8 @@
  * its file id.
  */
 import { createHash } from 'node:crypto';
-import { CofferError, errors } from '../core/errors.js';
+import { errors, fail } from '../core/errors.js';
+import type { FieldErrorCode } from '../core/error-codes.js';
 import { newId } from '../core/ids.js';
 import { nameKey, validateName } from '../core/names.js';
 import { fileTypeFor } from '../core/file-types.js';
@@ -43,8 +44,8 @@ export interface NewUpload {
   meta: string | null;
 }
 
-const partError = (code: string, message: string, partNumber?: number) =>
-  new CofferError(400, code, message, partNumber === undefined ? {} : { part_number: partNumber });
+const partError = (code: FieldErrorCode, message: string, partNumber?: number) =>
+  fail(code, message, partNumber === undefined ? {} : { part_number: partNumber });
 
 export class Multipart {
   constructor(private readonly c: ServiceContext, private readonly paths: Paths) {}

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { access } from 'node:fs/promises';
 import { Coalescer } from '../../core/coalesce.js';
 import { type CofferError, errors } from '../../core/errors.js';
+import type { ErrorCode } from '../../core/error-codes.js';
 import type { OutputFormat, VariantParams } from '../../core/variants.js';
 import { MEMORY_FILE_LIMIT, type CachedBytes, type CachedVariant, type EdgeCache } from '../cache.js';
 import type { EdgeFile } from '../state.js';
@@ -41,7 +42,7 @@ export interface Asker {
 /** What the coalescer would start for a key already under way: never called. */
 const joinedOnly = (): Promise<never> => Promise.reject(new Error('a transform under way is joined, not started again'));
 
-const asVariantError = (e: CofferError) => new VariantError(e.status, e.code, e.message, e.details);
+const asVariantError = (e: CofferError<ErrorCode>) => new VariantError(e.code, e.message, e.details);
 
 export class VariantMaker {
   private readonly limiter: Limiter;
@@ -112,7 +113,7 @@ export class VariantMaker {
       this.failed++;
       // The source evicted while this waited for its turn is no fault of the image.
       if (!source.memory && source.path && !(await access(source.path).then(() => true, () => false))) {
-        throw new VariantError(503, 'edge_unavailable', 'The image left this edge while its variant waited; try again.');
+        throw new VariantError('edge_unavailable', 'The image left this edge while its variant waited; try again.');
       }
       throw err;
     }

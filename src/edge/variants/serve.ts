@@ -13,6 +13,7 @@ import type { EdgeMetrics } from '../metrics.js';
 import { streamFile, type Gate } from '../send.js';
 import type { EdgeFile } from '../state.js';
 import { errors } from '../../core/errors.js';
+import type { ErrorCode } from '../../core/error-codes.js';
 import { disallowed } from './allowed.js';
 import { clientKey } from './client-key.js';
 import type { VariantMaker } from './maker.js';
@@ -31,7 +32,7 @@ export interface VariantDeps {
   judge(e: InFlight): VariantJudgement | Promise<VariantJudgement>;
   /** Answers a refusal; true when it did. */
   refused(res: http.ServerResponse, judged: VariantJudgement): boolean;
-  sendError(res: http.ServerResponse, status: number, code: string, message: string, extra?: string[], details?: Record<string, unknown>): void;
+  sendError(res: http.ServerResponse, code: ErrorCode, message: string, extra?: string[], details?: Record<string, unknown>): void;
   track(e: InFlight): Gate;
   /** Whether bytes of this file may still be kept (under a lease: it is still current). */
   stillWanted(file: EdgeFile): boolean;
@@ -140,7 +141,7 @@ export function variantResponder(d: VariantDeps) {
     const ifRange = req.headers['if-range'] as string | undefined;
     if (range !== null && ifRange !== undefined && ifRange.trim() !== `"${v.etag}"`) range = null;
     if (range === 'unsatisfiable') {
-      d.sendError(res, 416, 'range_not_satisfiable', 'The requested range lies outside the image.', ['Content-Range', `bytes */${v.size}`]);
+      d.sendError(res, 'range_not_satisfiable', 'The requested range lies outside the image.', ['Content-Range', `bytes */${v.size}`]);
       return;
     }
     const start = range?.start ?? 0;
@@ -181,18 +182,18 @@ export function variantResponder(d: VariantDeps) {
       if (d.refused(res, judged)) return;
       const { file, decision } = judged as Exclude<VariantJudgement, 'unavailable' | { error: unknown }>;
       if ('problem' in asked) {
-        d.sendError(res, 400, 'invalid_variant', asked.problem.message, [], { field: asked.problem.field });
+        d.sendError(res, 'invalid_variant', asked.problem.message, [], { field: asked.problem.field });
         return;
       }
       const outside = decision.signed ? null : disallowed(asked.params, d.maker.options.allowed);
       if (outside) {
         const e = errors.variantNotAllowed(outside.field, outside.allowed);
-        d.sendError(res, e.status, e.code, e.message, [], e.details);
+        d.sendError(res, e.code, e.message, [], e.details);
         return;
       }
       const source = sourceOf(file.content_type);
       if (!source) {
-        d.sendError(res, 400, 'not_an_image', 'Variants are made of JPEG, PNG, WebP, AVIF, GIF and TIFF images only; this file is none of them.');
+        d.sendError(res, 'not_an_image', 'Variants are made of JPEG, PNG, WebP, AVIF, GIF and TIFF images only; this file is none of them.');
         return;
       }
       const params = asked.params;
@@ -201,14 +202,14 @@ export function variantResponder(d: VariantDeps) {
       const kept = d.cache.lookupVariant(file, key);
       if (kept) return send(req, res, entry, file, decision, out, params.format === 'auto', kept, 'HIT');
       if (file.size > d.cache.capacity) {
-        d.sendError(res, 422, 'image_too_large', "The image is larger than this edge's cache, so no variant of it is made here.");
+        d.sendError(res, 'image_too_large', "The image is larger than this edge's cache, so no variant of it is made here.");
         return;
       }
       let made: CachedVariant | VariantError;
       let joined = false;
       try {
         const bytes: CachedBytes | null = await d.cache.ensure(file, () => d.stillWanted(file));
-        if (!bytes) throw new VariantError(503, 'edge_unavailable', 'This edge has no room for the image right now; try again.');
+        if (!bytes) throw new VariantError('edge_unavailable', 'This edge has no room for the image right now; try again.');
         const asker = { client: clientKey(req.socket.remoteAddress), signed: decision.signed };
         const job = d.maker.make(file, key, params, out, bytes, () => d.stillWanted(file), asker);
         joined = job.joined;
@@ -227,12 +228,12 @@ export function variantResponder(d: VariantDeps) {
       }
       if (made instanceof VariantError) {
         const retry = made.retryAfter ?? (made.status === 503 ? 1 : undefined);
-        d.sendError(res, made.status, made.code, made.message, retry === undefined ? [] : ['Retry-After', String(retry)], made.details);
+        d.sendError(res, made.code, made.message, retry === undefined ? [] : ['Retry-After', String(retry)], made.details);
         return;
       }
       return send(req, res, entry, now.file, now.decision, out, params.format === 'auto', made, joined ? 'HIT' : 'MISS');
     }
-    d.sendError(res, 503, 'edge_unavailable', 'The image changed while this edge made its variant; try again.', ['Retry-After', '1']);
+    d.sendError(res, 'edge_unavailable', 'The image changed while this edge made its variant; try again.', ['Retry-After', '1']);
   }
 
   /** Answers a variant request whose first judgement is `judged`. */

@@ -6,6 +6,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import os from 'node:os';
 import type { OutputFormat, VariantParams } from '../../core/variants.js';
+import { isErrorCode } from '../../core/error-codes.js';
 import { TIMEOUT_SECONDS, type TransformInput, VariantError } from './transform.js';
 
 /** Niceness of the helper above the edge's: the kernel gives it about a tenth of what the edge gets when both want a core. */
@@ -84,7 +85,7 @@ export class TransformProcess {
   }
 
   transform(input: TransformInput, params: VariantParams, out: OutputFormat, maxPixels: number): Promise<Buffer> {
-    if (this.closed) return Promise.reject(new VariantError(503, 'edge_unavailable', 'This edge is stopping; try again.'));
+    if (this.closed) return Promise.reject(new VariantError('edge_unavailable', 'This edge is stopping; try again.'));
     const child = this.child ?? this.start();
     const id = this.nextId++;
     return new Promise<Buffer>((resolve, reject) => {
@@ -95,7 +96,7 @@ export class TransformProcess {
       this.waiting.set(id, { resolve, reject, child, watchdog });
       const request: TransformRequest = { id, params, out, maxPixels, ...(input.memory ? { memory: input.memory } : { path: input.path }) };
       child.send(request, (err) => {
-        if (err) this.settle(id, new VariantError(503, 'edge_unavailable', 'The image could not be handed to the transform process; try again.'));
+        if (err) this.settle(id, new VariantError('edge_unavailable', 'The image could not be handed to the transform process; try again.'));
       });
     });
   }
@@ -118,7 +119,7 @@ export class TransformProcess {
       // Not permitted here (or no pid yet: the fork failed and 'exit' follows): it runs at the edge's priority.
     }
     child.on('message', (m: TransformReply) => {
-      if (m.error) this.settle(m.id, new VariantError(m.error.status, m.error.code, m.error.message));
+      if (m.error) this.settle(m.id, new VariantError(isErrorCode(m.error.code) ? m.error.code : 'invalid_image', m.error.message));
       else this.settle(m.id, Buffer.from(m.bytes.buffer, m.bytes.byteOffset, m.bytes.byteLength));
     });
     child.on('error', () => {});
@@ -126,7 +127,7 @@ export class TransformProcess {
       if (this.child === child) this.child = null;
       // A transform in flight when it died: perhaps its image's fault, perhaps another's.
       for (const [id, w] of [...this.waiting]) {
-        if (w.child === child) this.settle(id, new VariantError(503, 'edge_unavailable', 'The transform stopped before the variant was made; try again.'));
+        if (w.child === child) this.settle(id, new VariantError('edge_unavailable', 'The transform stopped before the variant was made; try again.'));
       }
     });
     return child;

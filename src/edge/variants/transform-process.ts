@@ -43,7 +43,7 @@ process.on('message', (request: TransformRequest) => {
   transform(input, request.params, request.out, request.maxPixels).then(
     (bytes) => reply({ id: request.id, bytes }),
     (err: unknown) => {
-      const e = err instanceof VariantError ? err : new VariantError(422, 'invalid_image', 'The image could not be decoded.');
+      const e = err instanceof VariantError ? err : new VariantError('invalid_image', 'The image could not be decoded.');
       reply({ id: request.id, error: { status: e.status, code: e.code, message: e.message } });
     },
   );

@@ -5,11 +5,16 @@
  */
 import type { Sharp, SharpOptions } from 'sharp';
 import type { OutputFormat, VariantParams } from '../../core/variants.js';
+import { statusOf, type ErrorCode } from '../../core/error-codes.js';
 
 /** An answer of contract §13 for a variant that cannot be made. */
 export class VariantError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string, readonly details: Record<string, unknown> = {}) {
+  constructor(readonly code: ErrorCode, message: string, readonly details: Record<string, unknown> = {}) {
     super(message);
+  }
+
+  get status(): number {
+    return statusOf(this.code);
   }
 
   /** Seconds a client should wait before asking again, when it says. */
@@ -53,17 +58,17 @@ export function loadSharp(): Promise<SharpFactory> {
 function classify(err: unknown): VariantError {
   const message = err instanceof Error ? err.message : String(err);
   if (/pixel limit/i.test(message)) {
-    return new VariantError(422, 'image_too_large', 'The image has more pixels than this edge makes variants of.');
+    return new VariantError('image_too_large', 'The image has more pixels than this edge makes variants of.');
   }
-  if (/timeout/i.test(message)) return new VariantError(422, 'invalid_image', 'The image took too long to decode.');
-  return new VariantError(422, 'invalid_image', 'The image could not be decoded.');
+  if (/timeout/i.test(message)) return new VariantError('invalid_image', 'The image took too long to decode.');
+  return new VariantError('invalid_image', 'The image could not be decoded.');
 }
 
 /** Makes the variant's bytes; rejects with a VariantError. */
 export async function transform(input: TransformInput, params: VariantParams, out: OutputFormat, maxPixels: number): Promise<Buffer> {
   const sharp = await loadSharp();
   const source = input.memory ?? input.path;
-  if (source === undefined) throw new VariantError(503, 'edge_unavailable', 'The image is not at this edge; try again.');
+  if (source === undefined) throw new VariantError('edge_unavailable', 'The image is not at this edge; try again.');
   try {
     // The pixel limit is checked against the header before a pixel is decoded: a small
     // file claiming a huge image is refused without the memory it would take.

@@ -4,6 +4,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { errors } from '../../core/errors.js';
+import type { FieldErrorCode } from '../../core/error-codes.js';
 import { CHECKSUM_ALGORITHMS, type ChecksumAlgorithm } from '../../service/tus-writer.js';
 import type { TusState } from '../../service/tus-uploads.js';
 
@@ -52,7 +53,7 @@ const METADATA_KEY = /^[\x21-\x2b\x2d-\x7e]+$/;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const MAX_METADATA = 8 * 1024;
 
-function decodeBase64(value: string, what: string, field: string, code: string): Buffer {
+function decodeBase64(value: string, what: string, field: string, code: FieldErrorCode): Buffer {
   if (!BASE64.test(value)) throw errors.invalidField(code, field, `${what} must be base64.`);
   return Buffer.from(value, 'base64');
 }

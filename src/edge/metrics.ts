@@ -1,4 +1,4 @@
-/** The edge's metrics (contract §11): requests, durations, bytes, cache hits and misses, bytes kept, evictions, feed lag. */
+/** The edge's metrics (contract §11): requests, durations, bytes, cache hits and misses, bytes kept, evictions, feed lag, unhandled rejections. */
 import type http from 'node:http';
 import { Counter, Gauge } from 'prom-client';
 import { checkScrape, httpMetrics } from '../metrics/registry.js';
@@ -33,6 +33,7 @@ export interface EdgeMetrics {
   observe(req: http.IncomingMessage, res: http.ServerResponse, route: string): void;
   /** Notes that an answer carries a file's bytes: from this edge's cache or not, and how many. */
   body(res: http.ServerResponse, hit: boolean, length: number): void;
+  unhandledRejection(): void;
   /** Answers GET /metrics. */
   serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void>;
 }
@@ -75,6 +76,7 @@ export function edgeMetrics(deps: { cache: EdgeCache; state: EdgeState; follower
   const bodies = new WeakMap<http.ServerResponse, { hit: boolean; length: number }>();
 
   return {
+    unhandledRejection: () => m.unhandledRejections.inc(),
     body(res, isHit, length) {
       bodies.set(res, { hit: isHit, length });
     },

@@ -19,6 +19,7 @@ import { FeedFollower } from './follower.js';
 import { originClient } from './origin-client.js';
 import { EdgeState, type EdgeFile, type EdgeFolder } from './state.js';
 import { edgeMetrics } from './metrics.js';
+import { watchUnhandledRejections } from '../metrics/unhandled.js';
 import { UsageMeter } from './usage.js';
 import { AccessLog } from './access-log.js';
 import { VariantMaker } from './variants/maker.js';
@@ -324,6 +325,11 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       else res.destroy();
     });
   }, log);
+  // Listening keeps the process up after one, so it must be heard: logged and counted.
+  const unwatch = watchUnhandledRejections((reason) => {
+    log.error({ err: reason }, 'a promise was rejected and nothing handled it');
+    metrics.unhandledRejection();
+  });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.edgePort;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -349,6 +355,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
         await maker.close();
         agent.destroy();
         recheckAgent.destroy();
+        unwatch();
       })();
       return closing;
     },

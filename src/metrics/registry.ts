@@ -15,9 +15,11 @@ export interface HttpMetrics {
   duration: Histogram<'route' | 'method'>;
   bytesIn: Counter<'route'>;
   bytesOut: Counter<'route'>;
+  /** Promise rejections nothing handled (unhandled.ts): each is a bug, logged where it is counted. */
+  unhandledRejections: Counter;
 }
 
-/** A registry with the process's default metrics and the HTTP series. */
+/** A registry with the process's default metrics, the HTTP series and unhandled rejections. */
 export function httpMetrics(processName: 'origin' | 'edge'): HttpMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ process: processName });
@@ -31,6 +33,7 @@ export function httpMetrics(processName: 'origin' | 'edge'): HttpMetrics {
     duration: new Histogram({ name: 'coffer_http_request_duration_seconds', help: 'Time from the request to the end of the answer.', labelNames: ['route', 'method'], buckets: DURATION_BUCKETS, registers: [registry] }),
     bytesIn: new Counter({ name: 'coffer_http_received_bytes_total', help: 'Request body bytes received.', labelNames: ['route'], registers: [registry] }),
     bytesOut: new Counter({ name: 'coffer_http_sent_bytes_total', help: 'Response body bytes sent.', labelNames: ['route'], registers: [registry] }),
+    unhandledRejections: new Counter({ name: 'coffer_unhandled_rejections_total', help: 'Promise rejections nothing handled; each was logged at error.', registers: [registry] }),
   };
 }
 

@@ -1,17 +1,20 @@
 /**
  * The origin's metrics (contract §11): requests by route pattern and status, durations,
  * bytes, open uploads, parts written, each edge's feed lag, how long changes wait for edges,
- * and webhook attempts by outcome. GET /metrics; COFFER_METRICS_TOKEN guards it when set.
+ * webhook attempts by outcome, background work that failed, and unhandled rejections. GET /metrics; COFFER_METRICS_TOKEN guards it when set.
  */
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { MetadataStore } from '../core/ports.js';
 import { DURATION_BUCKETS, httpMetrics } from '../metrics/registry.js';
+import { BACKGROUND_TASKS, type BackgroundTask } from '../service/service.js';
 
 export interface OriginMetrics {
   /** Times one change's wait for the edges. */
   changeAcknowledged(seconds: number): void;
   webhookAttempt(outcome: 'delivered' | 'retry' | 'failed'): void;
+  backgroundFailure(task: BackgroundTask): void;
+  unhandledRejection(): void;
   /** Registers the request hook and GET /metrics. */
   install(app: FastifyInstance): void;
 }
@@ -21,6 +24,9 @@ export function originMetrics(meta: MetadataStore, hub: { headSeq: number }): Or
   const parts = new Counter({ name: 'coffer_upload_parts_written_total', help: 'Upload parts received and kept.', registers: [m.registry] });
   const ack = new Histogram({ name: 'coffer_change_ack_seconds', help: 'How long a change waited for every live edge to acknowledge it.', buckets: DURATION_BUCKETS, registers: [m.registry] });
   const webhooks = new Counter({ name: 'coffer_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome.', labelNames: ['outcome'], registers: [m.registry] });
+  const background = new Counter({ name: 'coffer_background_failures_total', help: 'Runs of work no request waits for that failed, by task; retried later.', labelNames: ['task'], registers: [m.registry] });
+  // Each task's series exists from the start, so a rate over it needs no first failure.
+  for (const task of BACKGROUND_TASKS) background.labels(task).inc(0);
   new Gauge({ name: 'coffer_uploads_open', help: 'Uploads started and neither completed nor aborted.', registers: [m.registry], async collect() {
     this.set(await meta.countOpenUploads());
   } });
@@ -35,6 +41,8 @@ export function originMetrics(meta: MetadataStore, hub: { headSeq: number }): Or
   return {
     changeAcknowledged: (seconds) => ack.observe(seconds),
     webhookAttempt: (outcome) => webhooks.labels(outcome).inc(),
+    backgroundFailure: (task) => background.labels(task).inc(),
+    unhandledRejection: () => m.unhandledRejections.inc(),
     install(app) {
       app.addHook('onResponse', async (request, reply) => {
         const route = request.routeOptions.url ?? 'unmatched';

@@ -4,7 +4,8 @@ import type { Config } from '../config/config.js';
 import { resolveCredentials, type Credentials, type Generated } from '../config/credentials.js';
 import { prepareDataDir, restrictFiles } from '../config/data-dir.js';
 import { openBlobStore, openMetadataStore } from '../adapters/open.js';
-import { CofferService } from '../service/service.js';
+import { Background, CofferService } from '../service/service.js';
+import { watchUnhandledRejections } from '../metrics/unhandled.js';
 import { WebhookSender } from './webhook-sender.js';
 import { originMetrics } from './metrics.js';
 import { buildOriginApp } from './app.js';
@@ -50,7 +51,14 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     await restrictFiles([db, `${db}-wal`, `${db}-shm`]);
   }
   const blobs = await openBlobStore(config.dataDir, config.blobStore);
+  const background = new Background({
+    onFailure: (task, err) => {
+      app.log.error({ err, task }, `background ${task} failed`);
+      metrics.backgroundFailure(task);
+    },
+  });
   const service = new CofferService(meta, blobs, {
+    background,
     cdnUrl: config.cdnUrl,
     signingSecrets: credentials.signingSecrets,
     rootKey: credentials.accessKey,
@@ -92,17 +100,19 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     metrics, ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
   });
   if (dataDir.warning) app.log.warn(dataDir.warning);
+  // Listening keeps the process up after one, so it must be heard: logged and counted.
+  const unwatch = watchUnhandledRejections((reason) => {
+    app.log.error({ err: reason }, 'a promise was rejected and nothing handled it');
+    metrics.unhandledRejection();
+  });
   // After the app exists (the hub logs through it), before anything is served.
   await hub.start();
 
+  // The sweep itself comes round again, so its steps are not retried in between.
   const sweep = async () => {
-    try {
-      await service.uploads.expire();
-      await service.emptyTrash();
-      await service.sessions.expire();
-    } catch (err) {
-      app.log.error({ err }, 'sweeping stale uploads and sessions failed');
-    }
+    await background.run('upload-expiry', () => service.uploads.expire(), { retry: false });
+    await background.run('trash', () => service.emptyTrash());
+    await background.run('session-expiry', () => service.sessions.expire(), { retry: false });
   };
   await sweep();
   const timer = setInterval(sweep, sweepInterval(Math.min(config.uploadTtl, config.sessionTtl)));
@@ -116,6 +126,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
   try {
     await s3App.listen({ host: config.host, port: config.s3Port });
   } catch (err) {
+    unwatch();
     await app.close();
     throw err;
   }
@@ -147,9 +158,12 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
         await webhooks.close();
         await hub.close();
         await service.uploads.drain();
-        await service.emptyTrash().catch(() => {});
+        await background.close();
+        // What is left stays queued for the next start.
+        await background.run('trash', () => service.emptyTrash(), { retry: false });
         await blobs.close();
         await meta.close();
+        unwatch();
       })();
       return closing;
     },

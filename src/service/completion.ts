@@ -76,7 +76,7 @@ export async function joinParts(c: ServiceContext, fileId: string, plan: JoinPla
       return { record: fileRecord(ready, context, c.opts.cdnUrl), seq };
     });
     if (outcome === 'gone') {
-      c.trash.empty();
+      c.emptyTrash();
       throw errors.fileNotFound(fileId);
     }
     if (outcome === null) {

@@ -8,6 +8,7 @@ import type { BlobStore, MetadataStore, MetadataTx, RowLock, StoredFile, StoredF
 import type { FileRecord, FolderRecord } from '../core/api.js';
 import { ROOT_CONTEXT, chainIsComplete, contextOfChain, fileRecord, folderRecord, type FolderContext } from './records.js';
 import { Trash } from './trash.js';
+import { Background } from './background.js';
 import { PartRecords } from './part-records.js';
 import type { Caller } from '../core/access.js';
 import { fileInReach, requireFolderInReach } from './access.js';
@@ -30,6 +31,8 @@ export interface ServiceOptions {
   now?: () => number;
   /** Told of background failures that no request will report. */
   onBackgroundError?: (what: string, err: unknown) => void;
+  /** Where work no request waits for runs; by default one reporting to `onBackgroundError`. */
+  background?: Background;
 }
 
 /** Called after a change is committed with its last event's sequence; resolves once edges have it. */
@@ -40,13 +43,20 @@ export class ServiceContext {
   /** Replaced by the edge feed, which holds answers until edges have acknowledged. */
   publish: EventPublisher = async () => {};
   readonly trash: Trash;
+  readonly background: Background;
   /** Parts answered and not yet recorded, whichever way they came. */
   readonly parts: PartRecords;
 
   constructor(readonly meta: MetadataStore, readonly blobs: BlobStore, readonly opts: ServiceOptions) {
     this.now = opts.now ?? Date.now;
-    this.trash = new Trash(meta, blobs, opts.onBackgroundError);
+    this.trash = new Trash(meta, blobs);
+    this.background = opts.background ?? new Background({ onFailure: (task, err) => opts.onBackgroundError?.(task, err) });
     this.parts = new PartRecords(this);
+  }
+
+  /** Starts removing what a change queued; the change's answer does not wait, and a failure is retried later. */
+  emptyTrash(): void {
+    void this.background.run('trash', () => this.trash.empty());
   }
 
   async folderContext(tx: MetadataTx, folderId: string | null): Promise<FolderContext> {

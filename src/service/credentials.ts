@@ -84,7 +84,10 @@ export class Credentials {
     if (!standing.ok) return { ok: false, reason: standing.reason === 'expired' ? 'expired' : 'revoked' };
     const secret = this.sealing && row.sigv4_secret ? openSecret(this.sealing, row.id, row.sigv4_secret) : null;
     if (!secret) return { ok: false, reason: 'not_sealed' };
-    if (row.last_used_at === null || row.last_used_at < at - TOUCH_INTERVAL_MS) this.c.meta.read.keys.touch(row.id, at).catch(() => {});
+    if (row.last_used_at === null || row.last_used_at < at - TOUCH_INTERVAL_MS) {
+      // Best effort: the next use touches it again.
+      void this.c.background.run('key-touch', () => this.c.meta.read.keys.touch(row.id, at), { retry: false });
+    }
     return { ok: true, caller: { kind: 'key', keyId: row.id, scopes: parseScopes(row.scopes), folderId: row.folder_id }, secret };
   }
 

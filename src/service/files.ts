@@ -62,7 +62,7 @@ export class Files {
       const file = await this.c.requireFileFor(tx, caller, fileId, 'update');
       return removeFiles(tx, [file], this.c.now());
     });
-    this.c.trash.empty();
+    this.c.emptyTrash();
     if (seq) await this.c.publish(seq);
     return { file_id: fileId, deleted: true };
   }

@@ -168,7 +168,7 @@ export class Multipart {
     const outcome = await this.c.meta.exclusive(`complete:${u.uploadId}`, () => joinParts(this.c, u.uploadId, {
       declaredSize: false, choose, extra: { s3_etag: etag }, onReady: (tx) => tx.s3.deleteUpload(u.uploadId),
     }));
-    this.c.trash.empty();
+    this.c.emptyTrash();
     if (outcome.seq) await this.c.publish(outcome.seq);
     const file = await this.c.requireFile(this.c.meta.read, u.uploadId);
     await this.paths.replaceOlder(file);
@@ -181,7 +181,7 @@ export class Multipart {
       const { file } = await this.requireUpload(tx, caller, u, 'update');
       await removeFiles(tx, [file], this.c.now());
     });
-    this.c.trash.empty();
+    this.c.emptyTrash();
   }
 
   /** A bucket's open uploads the caller reaches, by key, after a key and upload id. */

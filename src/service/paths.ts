@@ -132,7 +132,7 @@ export class Paths {
       for (const name of new Set(names)) seq = Math.max(seq, await removeFiles(tx, await tx.s3.filesNamed(folderId, name, 'update'), this.c.now()));
       return Math.max(seq, await this.prune(tx, folderId));
     });
-    this.c.trash.empty();
+    this.c.emptyTrash();
     if (seq) await this.c.publish(seq);
   }
 
@@ -146,7 +146,7 @@ export class Paths {
       const older = same.filter((f) => f.id !== file.id && byNewest(file, f) < 0);
       return removeFiles(tx, older, this.c.now());
     });
-    this.c.trash.empty();
+    this.c.emptyTrash();
     if (seq) await this.c.publish(seq);
   }
 

@@ -19,9 +19,11 @@ import { TusUploads } from './tus-uploads.js';
 import { Paths } from './paths.js';
 import { Objects } from './objects.js';
 import { Multipart } from './multipart.js';
+import type { Background } from './background.js';
 
 export type { EventPublisher, ServiceOptions } from './context.js';
 export type { PartInput } from './uploads.js';
+export { BACKGROUND_TASKS, Background, type BackgroundTask } from './background.js';
 export { DEFAULT_SESSION_TTL_SECONDS, sessionTokenHash, type Session } from './sessions.js';
 
 export class CofferService {
@@ -39,9 +41,12 @@ export class CofferService {
   readonly paths: Paths;
   readonly objects: Objects;
   readonly multipart: Multipart;
+  /** Where work no request waits for runs (background.ts). */
+  readonly background: Background;
 
   constructor(readonly meta: MetadataStore, readonly blobs: BlobStore, readonly opts: ServiceOptions) {
     this.c = new ServiceContext(meta, blobs, opts);
+    this.background = this.c.background;
     this.uploads = new Uploads(this.c);
     this.tree = new Tree(this.c);
     this.listing = new Listing(this.c);
@@ -62,7 +67,7 @@ export class CofferService {
     this.c.publish = publisher;
   }
 
-  /** Removes blobs queued by earlier changes: after each change, and at start. */
+  /** Removes blobs queued by earlier changes: after each change, and at start. Rejects when some are left. */
   emptyTrash(): Promise<void> {
     return this.c.trash.empty();
   }

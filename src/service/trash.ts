@@ -12,16 +12,19 @@ export class Trash {
   constructor(
     private readonly meta: MetadataStore,
     private readonly blobs: BlobStore,
-    private readonly onError?: (what: string, err: unknown) => void,
   ) {}
 
-  /** Removes queued blobs; runs after each change and at start, one pass at a time. */
+  /**
+   * Removes queued blobs; runs after each change and at start, one pass at a time. Rejects
+   * when a blob could not be removed: it stays queued, and a later pass tries it again.
+   */
   empty(): Promise<void> {
     if (this.running) {
       this.again = true;
       return this.running;
     }
     this.running = (async () => {
+      let failure: Error | null = null;
       do {
         this.again = false;
         for (;;) {
@@ -33,14 +36,14 @@ export class Trash {
               await this.remove(blob);
               done.push(blob.id);
             } catch (err) {
-              // Left queued for the next pass.
-              this.onError?.(`removing blob ${blob.blob_key}`, err);
+              failure ??= new Error(`removing blob ${blob.blob_key} failed: ${(err as Error).message}`, { cause: err });
             }
           }
           await this.meta.forgetBlobDeletions(done);
           if (done.length < batch.length) break;
         }
-      } while (this.again);
+      } while (this.again && !failure);
+      if (failure) throw failure;
     })().finally(() => {
       this.running = null;
     });

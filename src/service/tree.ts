@@ -127,7 +127,7 @@ export class Tree {
       for (const id of [...folderIds].reverse()) seq = await tx.appendEvent({ type: 'folder.deleted', folder_id: id, data: { folder_id: id } }, now);
       return { result: { folder_id: folder.id, deleted_files: files.length, deleted_folders: folderIds.length }, seq };
     });
-    this.c.trash.empty();
+    this.c.emptyTrash();
     await this.c.publish(seq);
     return result;
   }

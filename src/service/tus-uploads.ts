@@ -302,7 +302,7 @@ export class TusUploads {
         await tx.queueBlobDeletion([{ bucket: file.bucket, blob_key: file.blob_key, upload_id: file.upload_id, object: 0 }], at);
       });
     });
-    this.c.trash.empty().catch(() => {});
+    this.c.emptyTrash();
   }
 
   /** DELETE (termination): an unfinished upload and everything it holds; a finished one is a file, deleted as one. */
@@ -315,7 +315,7 @@ export class TusUploads {
       if (locked.status === 'ready') throw errors.uploadCompleted();
       await removeFiles(tx, [locked], this.c.now());
     });
-    this.c.trash.empty().catch(() => {});
+    this.c.emptyTrash();
   }
 
   /** Removes partial uploads a final upload was made of: a partial upload serves one final upload. */
@@ -326,6 +326,6 @@ export class TusUploads {
         if (file && file.status === 'uploading') await removeFiles(tx, [file], this.c.now());
       }
     });
-    this.c.trash.empty().catch(() => {});
+    this.c.emptyTrash();
   }
 }

@@ -223,7 +223,7 @@ export class TusWriter {
       await this.writeBody(input);
     } finally {
       await this.filler.discard();
-      this.c.trash.empty().catch(() => {});
+      this.c.emptyTrash();
     }
   }
 

@@ -243,7 +243,7 @@ export class Uploads {
     // One join per file among every origin sharing the store: another completion of the same
     // file waits here, then finds it ready and answers the same record.
     const outcome = await this.c.meta.exclusive(`complete:${fileId}`, () => this.completeExclusively(fileId));
-    this.c.trash.empty();
+    this.c.emptyTrash();
     if (outcome.seq) await this.c.publish(outcome.seq);
     return outcome.record;
   }
@@ -282,7 +282,7 @@ export class Uploads {
       if (file.status === 'ready') throw errors.uploadCompleted();
       await removeFiles(tx, [file], this.c.now());
     });
-    this.c.trash.empty();
+    this.c.emptyTrash();
     return { file_id: fileId, aborted: true };
   }
 
@@ -303,7 +303,7 @@ export class Uploads {
       });
       total += stale.length;
     }
-    if (total > 0) this.c.trash.empty();
+    if (total > 0) this.c.emptyTrash();
     return total;
   }
 }

@@ -28,7 +28,7 @@ export interface AuthenticatorOptions {
   accessKey: string;
   /** The edge tokens valid now; none means no edge is let in. */
   edgeTokens: string[];
-  service: { sessions: Pick<CofferService['sessions'], 'find'>; meta: { read: Pick<MetadataTx, 'keys' | 'grants'> } };
+  service: { sessions: Pick<CofferService['sessions'], 'find'>; meta: { read: Pick<MetadataTx, 'keys' | 'grants'> }; background: Pick<CofferService['background'], 'run'> };
   now?: () => number;
   /** When set, GET /metrics asks for it. */
   metricsToken?: string | undefined;
@@ -73,7 +73,10 @@ export function authenticator(opts: AuthenticatorOptions): (access: Access, head
     const at = now();
     const standing = await keyStanding(opts.service.meta.read.keys, row, at);
     if (!standing.ok) throw errors.unauthorized(refusal(standing, 'key'));
-    if (row.last_used_at === null || row.last_used_at < at - TOUCH_INTERVAL_MS) opts.service.meta.read.keys.touch(row.id, at).catch(() => {});
+    if (row.last_used_at === null || row.last_used_at < at - TOUCH_INTERVAL_MS) {
+      // Best effort: the next use touches it again.
+      void opts.service.background.run('key-touch', () => opts.service.meta.read.keys.touch(row.id, at), { retry: false });
+    }
     return { kind: 'key', keyId: row.id, scopes: parseScopes(row.scopes), folderId: row.folder_id };
   }
 

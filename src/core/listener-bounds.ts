@@ -76,8 +76,8 @@ export function limitConnectionsPerAddress(server: Server, max: number, onRefuse
 }
 
 /**
- * The client a connection is counted against: an IPv4 address (also when mapped into IPv6),
- * or an IPv6 address's /64, the least a single host is usually given.
+ * The client a connection (or an edge's image transform) is counted against: an IPv4 address
+ * (also when mapped into IPv6), or an IPv6 address's /64, the least a single host is usually given.
  */
 export function addressKey(address: string): string {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);

@@ -11,7 +11,7 @@ import http from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
 import { AdmissionError, Limiter } from '../../src/edge/variants/limiter.js';
 import { SourceBudget } from '../../src/edge/variants/source-budget.js';
-import { clientKey } from '../../src/edge/variants/client-key.js';
+import { addressKey } from '../../src/core/listener-bounds.js';
 import { loadConfig, ConfigError } from '../../src/config/config.js';
 import { expectError } from '../helpers/api.js';
 import { solidImage } from '../helpers/images.js';
@@ -120,13 +120,13 @@ describe('the per-file budget and client addresses', () => {
   });
 
   test('clients are IPv4 addresses and IPv6 /64 networks', () => {
-    expect(clientKey('203.0.113.7')).toBe('203.0.113.7');
-    expect(clientKey('::ffff:203.0.113.7')).toBe('203.0.113.7');
-    expect(clientKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
-    expect(clientKey('2001:db8:1:2:ffff:ffff:ffff:fffe')).toBe('2001:db8:1:2::/64');
-    expect(clientKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
-    expect(clientKey('::1')).toBe('0:0:0:0::/64');
-    expect(clientKey(undefined)).toBe('');
+    expect(addressKey('203.0.113.7')).toBe('203.0.113.7');
+    expect(addressKey('::ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(addressKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(addressKey('2001:db8:1:2:ffff:ffff:ffff:fffe')).toBe('2001:db8:1:2::/64');
+    expect(addressKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(addressKey('::1')).toBe('0:0:0:0::/64');
+    expect(addressKey('')).toBe('');
   });
 
   test('settings: defaults, and lists checked', () => {

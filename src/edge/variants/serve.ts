@@ -15,7 +15,7 @@ import type { EdgeFile } from '../state.js';
 import { errors } from '../../core/errors.js';
 import type { ErrorCode } from '../../core/error-codes.js';
 import { disallowed } from './allowed.js';
-import { clientKey } from './client-key.js';
+import { addressKey } from '../../core/listener-bounds.js';
 import type { VariantMaker } from './maker.js';
 import { VariantError } from './transform.js';
 
@@ -210,7 +210,7 @@ export function variantResponder(d: VariantDeps) {
       try {
         const bytes: CachedBytes | null = await d.cache.ensure(file, () => d.stillWanted(file));
         if (!bytes) throw new VariantError('edge_unavailable', 'This edge has no room for the image right now; try again.');
-        const asker = { client: clientKey(req.socket.remoteAddress), signed: decision.signed };
+        const asker = { client: addressKey(req.socket.remoteAddress ?? ''), signed: decision.signed };
         const job = d.maker.make(file, key, params, out, bytes, () => d.stillWanted(file), asker);
         joined = job.joined;
         made = await job.promise;

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { CofferClient, CofferError, type ClientErrorCode, type ErrorCode } from '../sdk/index.js';
 import { CREDENTIALS_FILE } from '../config/credentials.js';
+import { clientError } from '../core/errors.js';
 import { CliError, type ClientFlags, type Io } from './io.js';
 
 export { CliError, defaultIo, type ClientFlags, type Io } from './io.js';
@@ -44,7 +45,7 @@ function edgeAware(setting: string): typeof fetch {
     const res = await globalThis.fetch(input, init);
     if (res.status === 405 && (init?.method ?? 'GET') !== 'GET' && /^\s*GET\s*,\s*HEAD\s*$/i.test(res.headers.get('allow') ?? '')) {
       await res.body?.cancel();
-      throw new CofferError(res.status, 'not_an_origin', `${setting} points at an edge (the delivery network); give the origin's URL.`);
+      throw clientError('not_an_origin', `${setting} points at an edge (the delivery network); give the origin's URL.`, res.status);
     }
     return res;
   };

@@ -3,6 +3,7 @@ import type http from 'node:http';
 import { Counter, Gauge } from 'prom-client';
 import { checkScrape, httpMetrics } from '../metrics/registry.js';
 import type { EdgeCache } from './cache.js';
+import { sendError } from './answer-headers.js';
 import type { EdgeState } from './state.js';
 import type { FeedFollower } from './follower.js';
 
@@ -110,8 +111,8 @@ export function edgeMetrics(deps: { cache: EdgeCache; state: EdgeState; follower
     async serve(req, res) {
       try {
         checkScrape(deps.token, req.headers.authorization);
-      } catch {
-        res.writeHead(401, ['Content-Type', 'application/json', 'WWW-Authenticate', 'Bearer']).end(JSON.stringify({ error: { code: 'unauthorized', message: 'Send "Authorization: Bearer <COFFER_METRICS_TOKEN>".', details: {} } }));
+      } catch (err) {
+        sendError(res, 'unauthorized', (err as Error).message, ['WWW-Authenticate', 'Bearer']);
         return;
       }
       const body = await m.registry.metrics();

@@ -109,8 +109,14 @@ describe('COFFER_METRICS_TOKEN', () => {
     const edge = running.edge;
     try {
       for (const url of [o.url, edge.url]) {
-        expect((await fetch(`${url}/metrics`)).status).toBe(401);
-        expect((await fetch(`${url}/metrics`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+        const missing = await fetch(`${url}/metrics`);
+        expect(missing.status).toBe(401);
+        // The origin and the edge answer with the same error of the table (core/error-codes.ts).
+        expect((await missing.json()).error).toMatchObject({ code: 'unauthorized', message: expect.stringContaining('COFFER_METRICS_TOKEN') });
+        const wrong = await fetch(`${url}/metrics`, { headers: { authorization: 'Bearer wrong' } });
+        expect(wrong.status).toBe(401);
+        expect(wrong.headers.get('content-type')).toMatch(/^application\/json/);
+        await wrong.body?.cancel();
         expect((await scrape(url, 'scrape-me')).has('coffer_http_requests_total')).toBe(true);
       }
     } finally {

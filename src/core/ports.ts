@@ -313,6 +313,11 @@ export interface EdgeLease extends EdgeAck {
 
 export interface MetadataStore {
   readonly dialect: 'sqlite' | 'postgres';
+  /**
+   * Whether other origins may write the same rows: one origin's memory (parts answered and
+   * not yet recorded) is then invisible to the origin that is asked next.
+   */
+  readonly sharedByOrigins: boolean;
   migrate(): Promise<void>;
   /**
    * Runs `fn` in one transaction. `durable: false` lets an engine skip the flush at commit
@@ -400,6 +405,18 @@ export class UploadGoneError extends Error {
   }
 }
 
+/** No object is at the key: never written, or deleted since. Thrown by `BlobStore.read`, whatever the store. */
+export class BlobNotFoundError extends Error {
+  readonly code = 'blob_not_found';
+  constructor(readonly key: string) {
+    super(`no object at ${key}`);
+    this.name = 'BlobNotFoundError';
+  }
+}
+
+/** Whether `err` says that no object is at the key read. */
+export const isBlobNotFound = (err: unknown): err is BlobNotFoundError => err instanceof BlobNotFoundError;
+
 export interface BlobStore {
   /** The bucket name reported in upload sessions. */
   readonly bucket: string;
@@ -437,6 +454,7 @@ export interface BlobStore {
    * small objects held in memory (a tus upload's tail: less than one part).
    */
   putObject(key: string, chunks: readonly Buffer[]): Promise<void>;
+  /** Throws BlobNotFoundError when no object is at `key`. */
   read(key: string, range?: ByteRange): Promise<NodeJS.ReadableStream>;
   size(key: string): Promise<number | null>;
   delete(key: string): Promise<void>;

@@ -7,7 +7,7 @@ import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { UploadGoneError, type BlobStore, type ByteRange, type PartWriter } from '../../src/core/ports.js';
+import { BlobNotFoundError, UploadGoneError, type BlobStore, type ByteRange, type PartWriter } from '../../src/core/ports.js';
 import { FsBlobStore } from '../../src/adapters/blobs/fs.js';
 import { S3BlobStore } from '../../src/adapters/blobs/s3.js';
 import { parseS3Url } from '../../src/adapters/blobs/s3-url.js';
@@ -249,9 +249,16 @@ describe.each(subjects)('BlobStore conformance: $name', (subject) => {
     expect((await readAll(await store.read(key))).equals(bytes)).toBe(true);
   });
 
-  it('answers null for the size of a missing object, and ENOENT for reading it', async () => {
+  it('answers null for the size of a missing object, and BlobNotFoundError for reading it, deleted or never there', async () => {
     expect(await store.size('files/never-there')).toBeNull();
-    await expect(store.read('files/never-there')).rejects.toMatchObject({ code: 'ENOENT' });
+    const never = await store.read('files/never-there').catch((err: unknown) => err);
+    expect(never).toBeInstanceOf(BlobNotFoundError);
+    expect(never).toMatchObject({ key: 'files/never-there', code: 'blob_not_found' });
+    const key = 'files/gone-again';
+    await store.putObject(key, [Buffer.from('soon gone')]);
+    await store.delete(key);
+    await expect(store.read(key)).rejects.toBeInstanceOf(BlobNotFoundError);
+    await expect(store.read(key, { start: 0, end: 3 })).rejects.toBeInstanceOf(BlobNotFoundError);
   });
 
   it('deletes, and deleting again or deleting nothing is no error', async () => {

@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 import { createHash, randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { FileHasher, type HashId } from './file-hasher.js';
-import { UploadGoneError, type BlobStore, type ByteRange, type CommittedPart, type PartWriter } from '../../core/ports.js';
+import { BlobNotFoundError, UploadGoneError, type BlobStore, type ByteRange, type CommittedPart, type PartWriter } from '../../core/ports.js';
 
 const SAFE_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 const MANIFEST = 'manifest.json';
@@ -313,7 +313,7 @@ export class FsBlobStore implements BlobStore {
 
   async read(key: string, range?: ByteRange): Promise<NodeJS.ReadableStream> {
     const manifest = await this.manifest(key);
-    if (!manifest) throw Object.assign(new Error(`no object at ${key}`), { code: 'ENOENT' });
+    if (!manifest) throw new BlobNotFoundError(key);
     const dir = this.objectPath(key);
     const start = range?.start ?? 0;
     const end = range?.end ?? manifest.size - 1;
@@ -326,7 +326,13 @@ export class FsBlobStore implements BlobStore {
         if (size === 0 || partEnd < start || partStart > end) continue;
         const from = Math.max(start, partStart) - partStart;
         const to = Math.min(end, partEnd) - partStart;
-        for await (const chunk of createReadStream(join(dir, String(index + 1)), { start: from, end: to, highWaterMark: 1 << 20 })) yield chunk as Buffer;
+        try {
+          for await (const chunk of createReadStream(join(dir, String(index + 1)), { start: from, end: to, highWaterMark: 1 << 20 })) yield chunk as Buffer;
+        } catch (err) {
+          // Deleted while it was read.
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new BlobNotFoundError(key);
+          throw err;
+        }
       }
     }
     return Readable.from(bytes(), { objectMode: false });

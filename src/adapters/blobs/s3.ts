@@ -16,7 +16,7 @@ import {
   AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand,
   HeadBucketCommand, HeadObjectCommand, ListPartsCommand, PutObjectCommand, S3Client,
 } from '@aws-sdk/client-s3';
-import { UploadGoneError, type BlobStore, type ByteRange, type CommittedPart, type PartWriter } from '../../core/ports.js';
+import { BlobNotFoundError, UploadGoneError, type BlobStore, type ByteRange, type CommittedPart, type PartWriter } from '../../core/ports.js';
 import { isNoSuchUpload, isNotFound, s3Code, unquote } from './s3-errors.js';
 import { S3PartWriter } from './s3-part.js';
 import { parseS3Url, type S3Settings } from './s3-url.js';
@@ -242,7 +242,7 @@ export class S3BlobStore implements BlobStore {
   /** Finishes `hash`, which holds the object's first `offset` bytes, by reading the rest. */
   private async digest(key: string, hash: Hash, offset: number): Promise<{ size: number; sha256: string }> {
     const size = await this.size(key);
-    if (size === null) throw Object.assign(new Error(`no object at ${key} after completing it`), { code: 'ENOENT' });
+    if (size === null) throw new BlobNotFoundError(key);
     if (size < offset) return this.digest(key, createHash('sha256'), 0);
     let read = 0;
     if (size > offset) {
@@ -291,7 +291,7 @@ export class S3BlobStore implements BlobStore {
       }
       return Readable.from(trim(body, range.start - start, range.end - range.start + 1));
     } catch (err) {
-      if (isNotFound(err)) throw Object.assign(new Error(`no object at ${key}`), { code: 'ENOENT' });
+      if (isNotFound(err)) throw new BlobNotFoundError(key);
       throw err;
     }
   }

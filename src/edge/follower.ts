@@ -8,6 +8,7 @@
  */
 import type http from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
 import type { OriginClient } from './origin-client.js';
 import type { EdgeState, FeedEvent, Snapshot } from './state.js';
 
@@ -17,9 +18,9 @@ export interface FollowerOptions {
   leaseMs: number;
   state: EdgeState;
   onError?: (what: string, err: unknown) => void;
+  /** Leases, heartbeats, deadlines and retries run on it (default: the system's). */
+  clock?: Clock;
 }
-
-const now = (): number => performance.now();
 
 export class FeedFollower {
   readonly edgeId = randomBytes(9).toString('base64url');
@@ -37,11 +38,13 @@ export class FeedFollower {
   private ackAgain = false;
   private stopped = false;
   private readonly agent: http.Agent;
-  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly timers: TimerHandle[] = [];
+  private readonly clock: Clock;
   private caughtUpResolve: (() => void) | null = null;
   readonly caughtUp: Promise<void>;
 
   constructor(private readonly opts: FollowerOptions) {
+    this.clock = opts.clock ?? systemClock;
     this.agent = opts.origin.agent({ keepAlive: true, maxSockets: 4 });
     this.caughtUp = new Promise((resolve) => {
       this.caughtUpResolve = resolve;
@@ -50,7 +53,7 @@ export class FeedFollower {
 
   /** True while the edge may answer from its cache without asking the origin. */
   serving(): boolean {
-    return now() < this.leaseUntil;
+    return this.clock.monotonic() < this.leaseUntil;
   }
 
   async start(): Promise<void> {
@@ -58,15 +61,15 @@ export class FeedFollower {
     this.opts.state.load(snapshot);
     this.connect();
     const beat = Math.max(25, Math.floor(this.opts.leaseMs / 4));
-    this.timers.push(setInterval(() => this.sendAck(), beat));
-    this.timers.push(setInterval(() => this.watch(), beat));
-    for (const t of this.timers) t.unref();
+    this.timers.push(this.clock.setInterval(() => this.sendAck(), beat));
+    this.timers.push(this.clock.setInterval(() => this.watch(), beat));
+    for (const t of this.timers) t.unref?.();
     await this.caughtUp;
   }
 
   stop(): void {
     this.stopped = true;
-    for (const t of this.timers) clearInterval(t);
+    for (const t of this.timers) this.clock.clearInterval(t);
     this.request?.destroy();
     this.agent.destroy();
   }
@@ -78,7 +81,7 @@ export class FeedFollower {
       } catch (err) {
         if (this.stopped) throw err;
         this.opts.onError?.('reaching the origin', err);
-        await new Promise((r) => setTimeout(r, delay));
+        await new Promise<void>((r) => this.clock.setTimeout(r, delay));
       }
     }
   }
@@ -90,7 +93,7 @@ export class FeedFollower {
   getJson<T>(path: string, timeoutMs = 30_000, agent: http.Agent = this.agent): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       // The deadline covers the whole exchange, including waiting for a socket.
-      const deadline = setTimeout(() => req.destroy(new Error('origin did not answer in time')), timeoutMs);
+      const deadline = this.clock.setTimeout(() => req.destroy(new Error('origin did not answer in time')), timeoutMs);
       const req = this.opts.origin.get(path, { headers: this.headers(), agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -108,14 +111,14 @@ export class FeedFollower {
         res.on('error', reject);
       });
       req.on('error', reject);
-      req.on('close', () => clearTimeout(deadline));
+      req.on('close', () => this.clock.clearTimeout(deadline));
     });
   }
 
   private connect(): void {
     if (this.stopped) return;
     const path = `/_edge/feed?after=${this.opts.state.seq}&edge=${this.edgeId}`;
-    this.lastData = now();
+    this.lastData = this.clock.monotonic();
     const req = this.opts.origin.get(path, { headers: { ...this.headers(), accept: 'text/event-stream' } }, (res) => {
       if (res.statusCode !== 200) {
         res.resume();
@@ -125,7 +128,7 @@ export class FeedFollower {
       res.setEncoding('utf8');
       let buffer = '';
       res.on('data', (text: string) => {
-        this.lastData = now();
+        this.lastData = this.clock.monotonic();
         buffer += text;
         let end: number;
         let applied = false;
@@ -143,7 +146,7 @@ export class FeedFollower {
       // Whatever ended the stream (an origin restart among others), trust nothing cached until caught up again.
       this.leaseUntil = 0;
       this.epoch++;
-      if (!this.stopped) setTimeout(() => this.connect(), 100).unref();
+      if (!this.stopped) this.clock.setTimeout(() => this.connect(), 100).unref?.();
     });
     this.request = req;
   }
@@ -175,7 +178,7 @@ export class FeedFollower {
 
   /** A silent stream is as good as none: drop it and stop serving from cache until renewed. */
   private watch(): void {
-    if (this.request && now() - this.lastData > this.opts.leaseMs) this.request.destroy();
+    if (this.request && this.clock.monotonic() - this.lastData > this.opts.leaseMs) this.request.destroy();
   }
 
   private sendAck(): void {
@@ -186,7 +189,7 @@ export class FeedFollower {
     }
     this.ackInFlight = true;
     this.ackAgain = false;
-    const sentAt = now();
+    const sentAt = this.clock.monotonic();
     const epoch = this.epoch;
     const seq = this.opts.state.seq;
     const body = JSON.stringify({ edge: this.edgeId, seq });

@@ -1,6 +1,7 @@
 /** The edge's metrics (contract §11): requests, durations, bytes, cache hits and misses, bytes kept, evictions, feed lag, unhandled rejections. */
 import type http from 'node:http';
 import { Counter, Gauge } from 'prom-client';
+import { systemClock, type Clock } from '../core/clock.js';
 import { checkScrape, httpMetrics } from '../metrics/registry.js';
 import type { EdgeCache } from './cache.js';
 import { sendError } from './answer-headers.js';
@@ -47,8 +48,13 @@ export interface VariantCounts {
   queued: number;
 }
 
-export function edgeMetrics(deps: { cache: EdgeCache; state: EdgeState; follower: FeedFollower; variants?: VariantCounts; token: string | undefined; onAnswered?: Array<(a: Answered) => void> }): EdgeMetrics {
+export function edgeMetrics(deps: {
+  cache: EdgeCache; state: EdgeState; follower: FeedFollower; variants?: VariantCounts; token: string | undefined; onAnswered?: Array<(a: Answered) => void>;
+  /** Stamps each answer's `time` (durations are measured on the process's own timer). */
+  clock?: Clock;
+}): EdgeMetrics {
   const listeners = deps.onAnswered ?? [];
+  const clock = deps.clock ?? systemClock;
   const m = httpMetrics('edge');
   const cacheAnswers = new Counter({ name: 'coffer_edge_cache_requests_total', help: 'Byte answers by whether this edge had the file (X-Cache).', labelNames: ['result'], registers: [m.registry] });
   const hit = cacheAnswers.labels('hit');
@@ -82,7 +88,7 @@ export function edgeMetrics(deps: { cache: EdgeCache; state: EdgeState; follower
       bodies.set(res, { hit: isHit, length });
     },
     observe(req, res, route) {
-      const time = Date.now();
+      const time = clock.now();
       const started = process.hrtime.bigint();
       res.once('close', () => {
         const method = req.method === 'HEAD' ? 'HEAD' : 'GET';

@@ -10,6 +10,7 @@ import pino from 'pino';
 import type { Config } from '../config/config.js';
 import { ConfigError } from '../config/config.js';
 import { MISSING_EDGE_TOKEN } from '../config/credentials.js';
+import { systemClock, type Clock } from '../core/clock.js';
 import { nodeHmac } from '../core/hmac-node.js';
 import type { Visibility } from '../core/records.js';
 import { EdgeCache, defaultCapacity, type BlobSource, type CachedBytes } from './cache.js';
@@ -54,11 +55,20 @@ export interface RunningEdge {
 const PREWARM_CONCURRENCY = 4;
 /** A file whose content changed while its bytes were fetched is looked up again this often. */
 const ATTEMPTS = 3;
-export async function startEdge(config: Config, originUrl: string, opts: { cacheDir?: string; logStream?: NodeJS.WritableStream; usageIntervalMs?: number } = {}): Promise<RunningEdge> {
+export interface StartEdgeOptions {
+  cacheDir?: string;
+  logStream?: NodeJS.WritableStream;
+  usageIntervalMs?: number;
+  /** The lease, signed links' expiry and the re-check back-off run on it (default: the system's). */
+  clock?: Clock;
+}
+
+export async function startEdge(config: Config, originUrl: string, opts: StartEdgeOptions = {}): Promise<RunningEdge> {
   if (config.signingSecrets.length === 0) {
     throw new ConfigError('An edge needs COFFER_SIGNING_SECRET (the same list as the origin) to check signed links.');
   }
   const secrets = config.signingSecrets;
+  const clock = opts.clock ?? systemClock;
   const originConn = originClient(originUrl, config.originCa);
   const origin = originConn.url;
   const token = config.edgeTokens[0];
@@ -102,7 +112,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
     changed: () => responses.narrowed(),
   });
   const follower = new FeedFollower({
-    origin: originConn, token, leaseMs: config.edgeLeaseMs, state,
+    origin: originConn, token, leaseMs: config.edgeLeaseMs, state, clock,
     onError: (what, err) => log.warn({ err: (err as Error).message }, `${what} failed`),
   });
   await follower.start();
@@ -121,14 +131,14 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
 
   /** Without a lease: the origin's word for this one request, or 503 when it cannot be had. */
   async function recheck(id: string): Promise<{ file: EdgeFile; visibility: Visibility } | null | 'unavailable'> {
-    if (performance.now() < originDownUntil) return 'unavailable';
+    if (clock.monotonic() < originDownUntil) return 'unavailable';
     try {
       const answer = await follower.getJson<{ file: EdgeFile; folders: EdgeFolder[] }>(`/_edge/file/${id}`, recheckTimeout, recheckAgent);
       const priv = answer.file.visibility === 'Private' || answer.folders.some((f) => f.visibility === 'Private');
       return { file: answer.file, visibility: priv ? 'Private' : 'Public' };
     } catch (err) {
       if ((err as { status?: number }).status === 404) return null;
-      originDownUntil = performance.now() + 1000;
+      originDownUntil = clock.monotonic() + 1000;
       return 'unavailable';
     }
   }
@@ -272,7 +282,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
   const usage = new UsageMeter(originConn, () => ({ authorization: `Bearer ${token}` }), opts.usageIntervalMs ?? 10_000, (err) => log.warn({ err }, 'reporting usage failed'));
   const accessLog = config.edgeAccessLog ? AccessLog.open(config.edgeAccessLog) : null;
   const maker = new VariantMaker(cache, variantOptions(config));
-  const metrics = edgeMetrics({ cache, state, follower, variants: maker, token: config.metricsToken, onAnswered: [usage.answered, ...(accessLog ? [accessLog.answered] : [])] });
+  const metrics = edgeMetrics({ cache, state, follower, clock, variants: maker, token: config.metricsToken, onAnswered: [usage.answered, ...(accessLog ? [accessLog.answered] : [])] });
   const readVariantOf = variantReader();
   const serveVariant = variantResponder({
     cache, maker, metrics, publicCache, judge, refused, sendError,
@@ -300,7 +310,7 @@ export async function startEdge(config: Config, originUrl: string, opts: { cache
       sendError(res, 'not_found', 'No file is at this address.');
       return;
     }
-    const entry: InFlight = { res, fileId: target.id, sha256: '', path: target.path, query: target.query, nowSeconds: Math.floor(Date.now() / 1000) };
+    const entry: InFlight = { res, fileId: target.id, sha256: '', path: target.path, query: target.query, nowSeconds: Math.floor(clock.now() / 1000) };
     // Most requests carry no query: only one that names a variant parameter asks for a variant.
     const variant = target.query === '' ? null : readVariantOf(target.query);
     // Under a lease a hit is answered without a single wait.

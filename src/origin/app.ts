@@ -2,20 +2,20 @@
  * The origin's HTTP face: the programmatic interface of contract §2–§6, its OpenAPI
  * document and reference page. Transport only; every rule lives in the service.
  */
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import { CofferError, errors, isCofferError } from '../core/errors.js';
 import { ErrorBody } from '../core/api.js';
 import { DEFAULT_SESSION_TTL_SECONDS, type CofferService } from '../service/service.js';
 import { CSRF_HEADER } from './auth/session-cookie.js';
-import { installAuthentication } from './auth/hook.js';
+import { installAuthentication } from '../http/auth-hook.js';
+import { authenticator } from './auth/caller.js';
 import { registerSessionRoutes } from './session-routes.js';
 import { DEFAULT_PLAYGROUND_DIR, registerPlayground } from './playground.js';
 import { registerChunkRoute } from './chunk-route.js';
 import { answerClientError } from '../core/client-error.js';
-import { installRequestTimeouts, httpServerOptions } from './request-timeouts.js';
-import { boundListener, type ConnectionCaps } from '../core/listener-bounds.js';
-import { listenerCaps } from '../core/fd-budget.js';
+import { installListenerBounds, listenerFastifyOptions } from '../http/listener.js';
+import type { ConnectionCaps } from '../core/listener-bounds.js';
 import { installStrictJson } from './json-body.js';
 import type { Endpoint } from './routes/endpoint.js';
 import type { EdgeHub } from './edge-hub.js';
@@ -29,7 +29,7 @@ import * as webhookRoutes from './routes/webhooks.js';
 import type { OriginMetrics } from './metrics.js';
 import { registerTus } from './tus/index.js';
 import { registerApiDocs } from './openapi.js';
-import { installRequestLog } from './request-log.js';
+import { installRequestLog } from '../http/request-log.js';
 
 export const JSON_BODY_LIMIT = 64 * 1024;
 
@@ -123,31 +123,21 @@ function sendError(reply: FastifyReply, err: CofferError): FastifyReply {
 
 export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyInstance> {
   const timeouts = { headersTimeoutMs: opts.headersTimeoutMs ?? 30_000, idleTimeoutMs: opts.idleTimeoutMs ?? 30_000 };
+  const listener = {
+    ...timeouts, logLevel: opts.logLevel, logStream: opts.logStream, connections: opts.connections,
+    redact: [
+      'req.headers.authorization', 'req.headers.cookie', `req.headers["${CSRF_HEADER}"]`, 'headers.authorization', 'headers.cookie', `headers["${CSRF_HEADER}"]`,
+      'res.headers["set-cookie"]', 'body', 'access_key', '*.access_key', 'csrf_token', '*.csrf_token',
+    ],
+  };
   const app = Fastify({
-    logger: {
-      level: opts.logLevel ?? 'info',
-      // Credentials never reach a log line, whatever a future log call includes.
-      redact: {
-        paths: [
-          'req.headers.authorization', 'req.headers.cookie', `req.headers["${CSRF_HEADER}"]`, 'headers.authorization', 'headers.cookie', `headers["${CSRF_HEADER}"]`,
-          'res.headers["set-cookie"]', 'body', 'access_key', '*.access_key', 'csrf_token', '*.csrf_token',
-        ],
-        censor: '[redacted]',
-      },
-      ...(opts.logStream ? { stream: opts.logStream } : {}),
-    } as any,
-    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
+    ...listenerFastifyOptions(listener),
     bodyLimit: JSON_BODY_LIMIT,
-    // A stalled client is dropped: headers within one bound, then no idle stretch longer than the other.
-    ...httpServerOptions(timeouts),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(given) ? given : randomBytes(8).toString('hex');
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
-    // Answered by the onRequest hook below, in the contract's error shape.
-    return503OnClosing: false,
-    forceCloseConnections: 'idle',
     // A request Node's parser refuses gets the contract's error body, not Fastify's own.
     clientErrorHandler: (err, socket) => answerClientError(err as { code?: string }, socket),
     // A URL the router cannot decode gets the contract's error body too, not Fastify's own.
@@ -158,8 +148,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   // Only JSON is a body here: without this, text/plain would be parsed and answered 400, not 415.
   app.removeContentTypeParser('text/plain');
   installStrictJson(app);
-  installRequestTimeouts(app, timeouts);
-  boundListener(app.server, { ...timeouts, ...(opts.connections ?? listenerCaps({}, 1)) }, (message) => app.log.warn(message));
+  installListenerBounds(app, listener);
 
   let closing = false;
   app.addHook('preClose', async () => {
@@ -175,9 +164,8 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   });
   installUploadCors(app);
   // After the shutdown check: decided by the route the router matched, never by how the path was spelled.
-  installAuthentication(app, {
-    accessKey: opts.accessKey, service: opts.service, edgeTokens: opts.edges?.tokens ?? [], rateLimit: opts.rateLimit, metricsToken: opts.metricsToken,
-  });
+  const authenticate = authenticator({ accessKey: opts.accessKey, service: opts.service, edgeTokens: opts.edges?.tokens ?? [], metricsToken: opts.metricsToken });
+  installAuthentication(app, { rateLimit: opts.rateLimit, authenticate: (access, headers) => authenticate(access, headers) });
   opts.metrics?.install(app);
 
   installRequestLog(app);

@@ -9,7 +9,7 @@
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { setV8Flag } from '../core/v8-flags.js';
-import { onReceivedBytes } from './received-bytes.js';
+import { onReceivedBytes } from '../http/received-bytes.js';
 
 /** Bytes of request bodies between two collections of the buffers they arrived in. */
 export const COLLECT_EVERY_BYTES = 8 * 1024 * 1024;

@@ -6,7 +6,7 @@
  * grant or key in the Authorization header is one the page already holds.
  */
 import type { FastifyInstance } from 'fastify';
-import { accessOf } from './auth/access.js';
+import { accessOf } from '../http/access.js';
 
 /** How long a browser may reuse a preflight answer. */
 const PREFLIGHT_MAX_AGE_SECONDS = 600;

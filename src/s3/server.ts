@@ -2,19 +2,20 @@
  * The S3 interface's HTTP face (contract §12): at the root of its own port (COFFER_S3_PORT,
  * because many S3 clients want the API at a host's root), and nowhere else: the origin that
  * hosts the Playground and its session cookie never serves user bytes (docs/security.md).
- * Every route is declared `s3`: the origin's authentication hook establishes the caller from the
- * request's SigV4 signature (auth.ts) before anything else runs. Bodies are never parsed here:
+ * Every route is declared `s3`: the listeners' authentication hook (src/http/auth-hook.ts)
+ * establishes the caller from the request's SigV4 signature (auth.ts) before anything else runs. Bodies are never parsed here:
  * each operation reads its request's body as a stream (payload.ts).
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { CofferService } from '../service/service.js';
-import { installAuthentication } from '../origin/auth/hook.js';
-import { installRequestTimeouts, httpServerOptions } from '../origin/request-timeouts.js';
-import { boundListener, type ConnectionCaps } from '../core/listener-bounds.js';
-import { listenerCaps } from '../core/fd-budget.js';
+import { errors } from '../core/errors.js';
+import type { ConnectionCaps } from '../core/listener-bounds.js';
+import { installAuthentication } from '../http/auth-hook.js';
+import { installListenerBounds, listenerFastifyOptions } from '../http/listener.js';
+import { installRequestLog } from '../http/request-log.js';
 import { s3Authenticator, targetOf, verifiedOf } from './auth.js';
 import { toS3Error } from './error-map.js';
 import { errorDocument } from './xml.js';
@@ -123,25 +124,22 @@ export interface S3AppOptions {
 
 /** The S3 interface on a port of its own, at its root. */
 export async function buildS3App(opts: S3AppOptions): Promise<FastifyInstance> {
-  const timeouts = { headersTimeoutMs: opts.headersTimeoutMs, idleTimeoutMs: opts.idleTimeoutMs };
-  const app = Fastify({
-    logger: {
-      level: opts.logLevel ?? 'info',
-      redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
-      ...(opts.logStream ? { stream: opts.logStream } : {}),
-    } as never,
-    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
-    ...httpServerOptions(timeouts),
-    genReqId: () => randomBytes(8).toString('hex').toUpperCase(),
-    return503OnClosing: false,
-    forceCloseConnections: 'idle',
+  const listener = {
+    logLevel: opts.logLevel, logStream: opts.logStream, redact: ['req.headers.authorization', 'headers.authorization'],
+    headersTimeoutMs: opts.headersTimeoutMs, idleTimeoutMs: opts.idleTimeoutMs, connections: opts.connections,
+  };
+  const app = Fastify({ ...listenerFastifyOptions(listener), genReqId: () => randomBytes(8).toString('hex').toUpperCase() });
+  installListenerBounds(app, listener);
+  const signed = s3Authenticator(opts.service);
+  installAuthentication(app, {
+    rateLimit: opts.rateLimit,
+    authenticate: async (access, _headers, raw) => {
+      if (access !== 's3') throw errors.forbidden('Only the S3 interface is served here.');
+      return signed(raw);
+    },
   });
-  installRequestTimeouts(app, timeouts);
-  boundListener(app.server, { ...timeouts, ...(opts.connections ?? listenerCaps({}, 1)) }, (message) => app.log.warn(message));
-  installAuthentication(app, { accessKey: opts.accessKey, service: opts.service, edgeTokens: [], rateLimit: opts.rateLimit, s3: s3Authenticator(opts.service) });
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info({ method: request.method, url: request.url.split('?')[0], status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 100) / 100 }, 's3 request');
-  });
+  // The path alone: a presigned URL's query carries its signature.
+  installRequestLog(app, { message: 's3 request', pathOnly: true });
   await registerS3Routes(app, { service: opts.service, idleTimeoutMs: opts.idleTimeoutMs });
   return app;
 }

@@ -13,7 +13,7 @@ import { isSendableContentType } from '../core/file-types.js';
 import { MAX_EXPIRY_SECONDS } from '../core/signing.js';
 import { openSecret, sealSecret, sealingKey, sigv4Secret } from '../core/key-seal.js';
 import {
-  GRANT_PREFIX, KEY_PREFIX, SCOPES, parseScopes, rootFingerprint, type Caller, type Scope, type StoredGrant, type StoredKey,
+  GRANT_PREFIX, KEY_PREFIX, SCOPES, parseScopes, rootFingerprint, splitCredential, type Caller, type Scope, type StoredGrant, type StoredKey,
 } from '../core/access.js';
 import type { MetadataTx } from '../core/ports.js';
 import type {
@@ -22,7 +22,8 @@ import type {
 import type { ServiceContext } from './context.js';
 import { requireFolderInReach } from './access.js';
 import { authorize, authorizeFolder, reachOf, type Action } from './policy.js';
-import { checkChildKey, expiryWithin, keyStanding, makerOf } from './lineage.js';
+import { checkChildKey, expiryWithin, grantStanding, keyStanding, makerOf } from './lineage.js';
+import { hashMatches, refusal } from './presented.js';
 
 const hashOf = (secret: string): string => createHash('sha256').update(secret).digest('hex');
 /** Ten years: long enough for "until revoked", short enough to stay a safe integer of milliseconds. */
@@ -58,6 +59,8 @@ export type S3Credential =
   | { ok: true; caller: Caller; secret: Buffer }
   | { ok: false; reason: 'unknown' | 'revoked' | 'expired' | 'not_sealed' };
 
+const keyCaller = (row: StoredKey): Caller => ({ kind: 'key', keyId: row.id, scopes: parseScopes(row.scopes), folderId: row.folder_id });
+
 /** A key's last use is written at most this often, so a busy key does not write on every request. */
 const TOUCH_INTERVAL_MS = 60_000;
 
@@ -69,6 +72,33 @@ export class Credentials {
   constructor(private readonly c: ServiceContext) {
     this.sealing = c.opts.rootKey ? sealingKey(c.opts.rootKey) : null;
     this.rootPrint = c.opts.rootKey ? rootFingerprint(c.opts.rootKey) : null;
+  }
+
+  /**
+   * The caller a key presented by Bearer stands for; 401 when it is unknown or no longer
+   * works. Read with its makers on every request, so a revoked key, or one whose maker was
+   * revoked, fails at every origin at once.
+   */
+  async authenticateKey(credential: string): Promise<Caller> {
+    const parts = splitCredential(KEY_PREFIX, credential);
+    const row = parts ? await this.c.meta.read.keys.get(parts.id) : undefined;
+    if (!parts || !row || !hashMatches(parts.secret, row.secret_hash)) throw errors.unauthorized('The access key is not valid.');
+    const at = this.c.now();
+    const standing = await keyStanding(this.c.meta.read.keys, row, at);
+    if (!standing.ok) throw errors.unauthorized(refusal(standing, 'key'));
+    this.touch(row, at);
+    return keyCaller(row);
+  }
+
+  /** The caller an upload grant stands for; 401 when it is unknown or no longer works. */
+  async authenticateGrant(credential: string): Promise<Caller> {
+    const parts = splitCredential(GRANT_PREFIX, credential);
+    const row = parts ? await this.c.meta.read.grants.get(parts.id) : undefined;
+    if (!parts || !row || !hashMatches(parts.secret, row.secret_hash)) throw errors.unauthorized('The upload grant is not valid.');
+    // A grant is worth no more than the keys that made it, or than the root key it was made with.
+    const standing = await grantStanding(this.c.meta.read.keys, row, this.c.now(), this.rootPrint);
+    if (!standing.ok) throw errors.unauthorized(refusal(standing, 'upload grant'));
+    return { kind: 'grant', grant: row };
   }
 
   /**
@@ -84,11 +114,14 @@ export class Credentials {
     if (!standing.ok) return { ok: false, reason: standing.reason === 'expired' ? 'expired' : 'revoked' };
     const secret = this.sealing && row.sigv4_secret ? openSecret(this.sealing, row.id, row.sigv4_secret) : null;
     if (!secret) return { ok: false, reason: 'not_sealed' };
-    if (row.last_used_at === null || row.last_used_at < at - TOUCH_INTERVAL_MS) {
-      // Best effort: the next use touches it again.
-      void this.c.background.run('key-touch', () => this.c.meta.read.keys.touch(row.id, at), { retry: false });
-    }
-    return { ok: true, caller: { kind: 'key', keyId: row.id, scopes: parseScopes(row.scopes), folderId: row.folder_id }, secret };
+    this.touch(row, at);
+    return { ok: true, caller: keyCaller(row), secret };
+  }
+
+  /** Writes a key's last use, at most every TOUCH_INTERVAL_MS; best effort: the next use touches it again. */
+  private touch(row: StoredKey, at: number): void {
+    if (row.last_used_at !== null && row.last_used_at >= at - TOUCH_INTERVAL_MS) return;
+    void this.c.background.run('key-touch', () => this.c.meta.read.keys.touch(row.id, at), { retry: false });
   }
 
   /** Whether a confined caller reaches the folder a key is confined to (the root: only unconfined callers). */

@@ -1,5 +1,5 @@
 /**
- * The origin's servers make their requests as ReceivingMessage (src/origin/received-bytes.ts),
+ * The origin's servers make their requests as ReceivingMessage (src/http/received-bytes.ts),
  * which counts body bytes for the memory policy (src/origin/memory.ts). Attacked here:
  * - ReceivingMessage against Node's own IncomingMessage, byte for byte, for every awkward
  *   request shape (chunked with trailers and thousands of tiny chunks, empty, 100-continue,
@@ -22,7 +22,7 @@ import { PutObjectCommand, GetObjectCommand, CreateBucketCommand } from '@aws-sd
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BUFFER_HEADROOM_BYTES, BodyCollector, COLLECT_EVERY_BYTES, type Gc } from '../../src/origin/memory.js';
-import { ReceivingMessage, onReceivedBytes } from '../../src/origin/received-bytes.js';
+import { ReceivingMessage, onReceivedBytes } from '../../src/http/received-bytes.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { expectContractError, rawRequest, rawSocket } from '../helpers/raw-http.js';
 import { makeKey, s3Client } from '../helpers/s3-api.js';

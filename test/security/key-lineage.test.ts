@@ -141,7 +141,7 @@ describe('a maker\'s expiry, on a settable clock', () => {
     service = new CofferService(meta, blobs, {
       cdnUrl: 'http://cdn.test', signingSecrets: ['s'], uploadTtlSeconds: 3600, maxFileSize: 1 << 20, rootKey, now: () => clock,
     });
-    authenticate = authenticator({ accessKey: rootKey, edgeTokens: [], service, now: () => clock });
+    authenticate = authenticator({ accessKey: rootKey, edgeTokens: [], service });
   });
   afterAll(async () => {
     await service?.meta.close();

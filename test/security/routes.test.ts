@@ -8,7 +8,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import Fastify from 'fastify';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
-import { requireAccessDeclarations, declareScope, type DeclaredRoute } from '../../src/origin/auth/access.js';
+import { requireAccessDeclarations, declareScope, type DeclaredRoute } from '../../src/http/access.js';
 import { buildOriginApp } from '../../src/origin/app.js';
 
 interface RawAnswer {

@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { BUFFER_HEADROOM_BYTES, BodyCollector, COLLECT_EVERY_BYTES, type Gc } from '../../src/origin/memory.js';
-import { onReceivedBytes } from '../../src/origin/received-bytes.js';
-import { httpServerOptions } from '../../src/origin/request-timeouts.js';
+import { onReceivedBytes } from '../../src/http/received-bytes.js';
+import { httpServerOptions } from '../../src/http/request-timeouts.js';
 
 const DIST = resolve(dirname(fileURLToPath(import.meta.url)), '../../dist');
 

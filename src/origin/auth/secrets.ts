@@ -22,15 +22,6 @@ export function bearerOf(header: string): string | null {
   return match ? match[1]! : null;
 }
 
-/** Whether a secret hashes to a stored SHA-256 (hex), in constant time. */
-export function hashMatches(secret: string, storedHex: string): boolean {
-  const stored = Buffer.from(storedHex, 'hex');
-  return stored.length === 32 && timingSafeEqual(digest(secret), stored);
-}
-
-/** The SHA-256 (hex) a key's or grant's secret is stored as. */
-export const secretHash = (secret: string): string => digest(secret).toString('hex');
-
 /** Checks an edge's Authorization header against every edge token currently valid (rotation). */
 export function edgeTokenChecker(tokens: string[]): (header: string | undefined) => void {
   const expected = tokens.map(digest);

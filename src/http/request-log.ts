@@ -5,7 +5,7 @@
  * and every failure an operator acts on: a refused edge token or a failing fill stays at `info`.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { accessOf, type Access } from './auth/access.js';
+import { accessOf, type Access } from './access.js';
 
 /** Route declarations whose requests come from the fleet's own machinery. */
 const ROUTINE: ReadonlySet<Access | undefined> = new Set<Access>(['edge', 'metrics']);
@@ -13,11 +13,20 @@ const ROUTINE: ReadonlySet<Access | undefined> = new Set<Access>(['edge', 'metri
 /** Decided by the route the router matched, never by how the path was spelled. */
 export const isRoutine = (request: FastifyRequest): boolean => ROUTINE.has(accessOf(request));
 
-export function installRequestLog(app: FastifyInstance): void {
+export interface RequestLogOptions {
+  /** The line's message; "request" by default. */
+  message?: string;
+  /** Logs the path without the query, where a query may carry credentials (S3's presigned URLs). */
+  pathOnly?: boolean;
+}
+
+export function installRequestLog(app: FastifyInstance, opts: RequestLogOptions = {}): void {
+  const message = opts.message ?? 'request';
   app.addHook('onResponse', async (request, reply) => {
     const status = reply.statusCode;
-    const line = { method: request.method, url: request.url, status, duration_ms: Math.round(reply.elapsedTime * 100) / 100 };
-    if (status < 400 && isRoutine(request)) request.log.debug(line, 'request');
-    else request.log.info(line, 'request');
+    const url = opts.pathOnly ? request.url.split('?')[0] : request.url;
+    const line = { method: request.method, url, status, duration_ms: Math.round(reply.elapsedTime * 100) / 100 };
+    if (status < 400 && isRoutine(request)) request.log.debug(line, message);
+    else request.log.info(line, message);
   });
 }

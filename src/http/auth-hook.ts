@@ -1,10 +1,14 @@
-/** The one place requests are authenticated and rate limited: by the declaration of the route that matched. */
-import type { IncomingHttpHeaders } from 'node:http';
+/**
+ * The one place requests are authenticated and rate limited, on every listener of the origin's
+ * process: by the declaration of the route that matched (access.ts). Who a credential stands
+ * for is the listener's to say (the origin's keys, sessions and edges; S3's signatures).
+ */
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { errors } from '../../core/errors.js';
-import { RateLimiter } from '../rate-limit.js';
-import { RATE_LIMITED, accessOf, requireAccessDeclarations } from './access.js';
-import { authenticator, type AuthenticatorOptions, type Caller } from './caller.js';
+import { errors } from '../core/errors.js';
+import type { Caller } from '../core/access.js';
+import { RateLimiter } from './rate-limit.js';
+import { RATE_LIMITED, accessOf, requireAccessDeclarations, type Access } from './access.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -13,7 +17,14 @@ declare module 'fastify' {
   }
 }
 
-export interface AuthenticationOptions extends AuthenticatorOptions {
+/**
+ * Establishes the caller a route's declaration asks for, or throws 401/403; null for
+ * declarations that need no credential.
+ */
+export type Authenticate = (access: Access, headers: IncomingHttpHeaders, raw: IncomingMessage) => Promise<Caller | null>;
+
+export interface AuthenticationOptions {
+  authenticate: Authenticate;
   /** Requests per second per client address on rate-limited routes (bursts of twice that). */
   rateLimit: number;
 }
@@ -25,7 +36,6 @@ export interface AuthenticationOptions extends AuthenticatorOptions {
 export function installAuthentication(app: FastifyInstance, opts: AuthenticationOptions): void {
   requireAccessDeclarations(app);
   app.decorateRequest('caller', null);
-  const authenticate = authenticator(opts);
   // One bucket per client, whatever route or spelling it draws from.
   const limiter = new RateLimiter(opts.rateLimit);
   app.addHook('onClose', async () => limiter.close());
@@ -45,7 +55,7 @@ export function installAuthentication(app: FastifyInstance, opts: Authentication
         const wait = limiter.take(request.ip);
         if (wait > 0) throw errors.rateLimited(wait);
       }
-      const caller = await authenticate(access, request.headers, request.raw);
+      const caller = await opts.authenticate(access, request.headers, request.raw);
       // Each key and grant also has a budget of its own, wherever its requests come from.
       const own = caller?.kind === 'key' ? `key:${caller.keyId}` : caller?.kind === 'grant' ? `grant:${caller.grant.id}` : null;
       if (own !== null) {

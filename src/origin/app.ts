@@ -18,8 +18,7 @@ import { installListenerBounds, listenerFastifyOptions } from '../http/listener.
 import type { ConnectionCaps } from '../core/listener-bounds.js';
 import { installStrictJson } from './json-body.js';
 import type { Endpoint } from './routes/endpoint.js';
-import type { EdgeHub } from './edge-hub.js';
-import { registerEdgeRoutes } from './edge-routes.js';
+import { registerEdgeRoutes, type EdgeRouteFeed } from './edge-routes.js';
 import { installUploadCors, registerUploadPreflight } from './upload-cors.js';
 import * as uploadRoutes from './routes/upload.js';
 import * as folderRoutes from './routes/folders.js';
@@ -48,7 +47,7 @@ export interface OriginAppOptions {
   /** A pino destination for tests; standard output by default. */
   logStream?: NodeJS.WritableStream;
   /** The delivery network's side of the origin, with the credentials edges may present. */
-  edges?: { hub: EdgeHub; tokens: string[] };
+  edges?: EdgeRouteFeed & { tokens: string[] };
   /** Seconds a Playground session lasts (default 12 hours). */
   sessionTtlSeconds?: number;
   /** The Playground's build; by default dist/playground next to the compiled origin. */
@@ -206,7 +205,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     accessKey: opts.accessKey, baseUrl: opts.baseUrl, ttlSeconds: opts.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_SECONDS, errorResponses: ERROR_RESPONSES,
   });
   await registerPlayground(app, { dir: opts.playgroundDir ?? DEFAULT_PLAYGROUND_DIR, cdnUrl: () => service.opts.cdnUrl });
-  if (opts.edges) await registerEdgeRoutes(app, service, opts.edges.hub);
+  if (opts.edges) await registerEdgeRoutes(app, service, opts.edges);
   for (const e of ENDPOINTS) {
     app.post(e.path, {
       config: { access: e.access ?? 'api' },

@@ -2,24 +2,27 @@
  * What edges call on the origin, under /_edge/: the event feed, acknowledgements, a
  * snapshot to start from, a file's record for a re-check, and the bytes. Edges present
  * their own credential, never the access key; every route here declares `edge`, which the
- * origin's authentication checks (src/origin/auth/).
+ * origin's authentication checks (src/origin/auth/). HTTP only: the feed (src/feed/) decides.
  */
 import type { FastifyInstance } from 'fastify';
 import { errors } from '../core/errors.js';
-import type { StoredFile } from '../core/ports.js';
 import type { CofferService } from '../service/service.js';
-import { ROOT_CONTEXT, chainIsComplete, fileEventData, folderEventData } from '../service/records.js';
-import type { EdgeHub } from './edge-hub.js';
+import type { EdgeHub } from '../feed/hub.js';
+import type { EdgeRecords } from '../feed/records.js';
 
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 
-const edgeFile = (f: StoredFile) => fileEventData(f, ROOT_CONTEXT);
-
-export async function registerEdgeRoutes(root: FastifyInstance, service: CofferService, hub: EdgeHub): Promise<void> {
-  await root.register(async (app) => edgeRoutes(app, service, hub));
+/** The feed's side of the routes. */
+export interface EdgeRouteFeed {
+  hub: EdgeHub;
+  records: EdgeRecords;
 }
 
-function edgeRoutes(app: FastifyInstance, service: CofferService, hub: EdgeHub): void {
+export async function registerEdgeRoutes(root: FastifyInstance, service: CofferService, feed: EdgeRouteFeed): Promise<void> {
+  await root.register(async (app) => edgeRoutes(app, service, feed));
+}
+
+function edgeRoutes(app: FastifyInstance, service: CofferService, { hub, records }: EdgeRouteFeed): void {
   const hidden = { hide: true };
   const edge = { access: 'edge' as const };
 
@@ -56,32 +59,22 @@ function edgeRoutes(app: FastifyInstance, service: CofferService, hub: EdgeHub):
     return { recorded: reports.length };
   });
 
-  app.get('/_edge/snapshot', { schema: hidden, config: edge }, async () => {
-    // The sequence is read first: anything newer is replayed from the feed, and replay is idempotent.
-    const seq = await service.meta.lastEventSeq();
-    const [folders, files] = await Promise.all([service.meta.allFolders(), service.meta.allReadyFiles()]);
-    return { seq, folders: folders.map(folderEventData), files: files.map(edgeFile) };
-  });
+  app.get('/_edge/snapshot', { schema: hidden, config: edge }, async () => await records.snapshot());
 
   app.get('/_edge/file/:id', { schema: hidden, config: edge }, async (request) => {
     const { id } = request.params as { id: string };
-    const file = ID.test(id) ? await service.meta.read.getFile(id) : undefined;
-    if (!file || file.status !== 'ready') throw errors.notFound('No such file.');
-    const chain = file.folder_id ? await service.meta.read.folderChain(file.folder_id) : [];
-    // A chain cut short (or a folder gone) hides what lies above: the edge is told Private.
-    const complete = file.folder_id === null || (chain.length > 0 && chainIsComplete(chain));
-    const record = complete ? edgeFile(file) : { ...edgeFile(file), visibility: 'Private' as const };
-    return { file: record, folders: chain.map(folderEventData), seq: hub.headSeq };
+    const found = ID.test(id) ? await records.file(id) : undefined;
+    if (!found) throw errors.notFound('No such file.');
+    return { ...found, seq: hub.headSeq };
   });
 
   app.get('/_edge/blob/:id', { schema: hidden, config: edge }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    const file = ID.test(id) ? await service.meta.read.getFile(id) : undefined;
-    if (!file || file.status !== 'ready') throw errors.notFound('No such file.');
-    const stream = await service.blobs.read(file.blob_key);
+    const blob = ID.test(id) ? await records.blob(id) : undefined;
+    if (!blob) throw errors.notFound('No such file.');
     reply.header('Content-Type', 'application/octet-stream');
-    reply.header('Content-Length', String(file.size));
-    reply.header('X-Sha256', file.sha256 ?? '');
-    return reply.send(stream);
+    reply.header('Content-Length', String(blob.size));
+    reply.header('X-Sha256', blob.sha256 ?? '');
+    return reply.send(blob.stream);
   });
 }

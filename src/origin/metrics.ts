@@ -5,7 +5,6 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { MetadataStore } from '../core/ports.js';
 import { DURATION_BUCKETS, httpMetrics } from '../metrics/registry.js';
 import { BACKGROUND_TASKS, type BackgroundTask } from '../service/service.js';
 
@@ -19,7 +18,13 @@ export interface OriginMetrics {
   install(app: FastifyInstance): void;
 }
 
-export function originMetrics(meta: MetadataStore, hub: { headSeq: number }): OriginMetrics {
+/** What the metrics read from the edge feed (src/feed/hub.ts). */
+export interface FeedGauges {
+  readonly headSeq: number;
+  lag(): Promise<Array<{ edge: string; events: number }>>;
+}
+
+export function originMetrics(reads: { openUploads(): Promise<number> }, hub: FeedGauges): OriginMetrics {
   const m = httpMetrics('origin');
   const parts = new Counter({ name: 'coffer_upload_parts_written_total', help: 'Upload parts received and kept.', registers: [m.registry] });
   const ack = new Histogram({ name: 'coffer_change_ack_seconds', help: 'How long a change waited for every live edge to acknowledge it.', buckets: DURATION_BUCKETS, registers: [m.registry] });
@@ -28,13 +33,12 @@ export function originMetrics(meta: MetadataStore, hub: { headSeq: number }): Or
   // Each task's series exists from the start, so a rate over it needs no first failure.
   for (const task of BACKGROUND_TASKS) background.labels(task).inc(0);
   new Gauge({ name: 'coffer_uploads_open', help: 'Uploads started and neither completed nor aborted.', registers: [m.registry], async collect() {
-    this.set(await meta.countOpenUploads());
+    this.set(await reads.openUploads());
   } });
   // One series per edge: their number is the fleet's size, and rows of edges gone a while are pruned.
   new Gauge({ name: 'coffer_edge_feed_lag_events', help: 'Events each edge has yet to acknowledge.', labelNames: ['edge'], registers: [m.registry], async collect() {
     this.reset();
-    const head = hub.headSeq;
-    for (const row of await meta.edgeLeases()) this.labels(row.edge_id).set(Math.max(0, head - row.acked_seq));
+    for (const { edge, events } of await hub.lag()) this.labels(edge).set(events);
   } });
   new Gauge({ name: 'coffer_event_head_seq', help: 'The newest event in the log.', registers: [m.registry], collect() { this.set(hub.headSeq); } });
 

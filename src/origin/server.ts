@@ -6,12 +6,13 @@ import { prepareDataDir, restrictFiles } from '../config/data-dir.js';
 import { openBlobStore, openMetadataStore } from '../adapters/open.js';
 import { Background, CofferService } from '../service/service.js';
 import { watchUnhandledRejections } from '../metrics/unhandled.js';
-import { WebhookSender } from './webhook-sender.js';
 import { originMetrics } from './metrics.js';
 import { buildOriginApp } from './app.js';
 import { buildS3App } from '../s3/server.js';
-import { EdgeHub } from './edge-hub.js';
-import { openEventWake } from './event-wake.js';
+import { EdgeHub } from '../feed/hub.js';
+import { openEventWake } from '../feed/event-wake.js';
+import { EdgeRecords } from '../feed/records.js';
+import { systemClock, type Clock } from '../core/clock.js';
 import { join } from 'node:path';
 import { listenerCaps } from '../core/fd-budget.js';
 
@@ -34,12 +35,15 @@ export interface StartOriginOptions {
   logStream?: NodeJS.WritableStream;
   /** The Playground's build, when not dist/playground next to the compiled origin. */
   playgroundDir?: string;
+  /** Time for the service, the edge feed and the sweep (tests move it by hand); the system's by default. */
+  clock?: Clock;
 }
 
 /** Sweeps often enough that an upload never outlives its time by much. */
 export const sweepInterval = (ttlSeconds: number): number => Math.min(60_000, Math.max(250, (ttlSeconds * 1000) / 4));
 
 export async function startOrigin(config: Config, opts: StartOriginOptions = {}): Promise<RunningOrigin> {
+  const clock = opts.clock ?? systemClock;
   // Two listeners, the origin's and S3's, unless `coffer serve` shared the budget out already.
   const connections = listenerCaps(config, 2);
   const dataDir = await prepareDataDir(config.dataDir);
@@ -58,6 +62,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     },
   });
   const service = new CofferService(meta, blobs, {
+    now: () => clock.now(),
     background,
     cdnUrl: config.cdnUrl,
     signingSecrets: credentials.signingSecrets,
@@ -67,36 +72,33 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     maxFileSize: config.maxFileSize,
     webhookAllowPrivate: config.webhookAllowPrivate,
     onBackgroundError: (what, err) => app.log.error({ err }, `${what} failed`),
+    // `app`, `hub` and `metrics` are made below; these are called only once the origin serves.
+    webhooks: {
+      retryBaseMs: config.webhookRetryBaseMs,
+      onError: (what, err) => app.log.warn({ err }, `${what} failed`),
+      onAttempt: (outcome) => metrics.webhookAttempt(outcome),
+    },
+    publish: async (seq) => {
+      const started = performance.now();
+      await hub.publish(seq);
+      metrics.changeAcknowledged((performance.now() - started) / 1000);
+    },
   });
-  const webhooks = new WebhookSender(meta, {
-    allowPrivate: config.webhookAllowPrivate,
-    retryBaseMs: config.webhookRetryBaseMs,
-    onError: (what, err) => app.log.warn({ err }, `${what} failed`),
-    onAttempt: (outcome) => metrics.webhookAttempt(outcome),
-  });
-  service.webhooks.onRedeliver = () => webhooks.wake();
   // Edges' acknowledgements and leases live in the database, so several origins sharing it
   // agree on them; other origins' events and acknowledgements are polled for, and on
   // PostgreSQL also announced by NOTIFY.
   const hub = new EdgeHub(meta, {
     leaseMs: config.edgeLeaseMs,
-    wake: openEventWake(config.databaseUrl, (err) => app.log.warn({ err }, 'listening for other origins\' changes failed; polling only')),
+    wake: openEventWake(config.databaseUrl, (err) => app.log.warn({ err }, 'listening for other origins\' changes failed; polling only'), clock),
     onError: (what, err) => app.log.error({ err }, `${what} failed`),
-  });
-  const metrics = originMetrics(meta, hub);
-  service.setPublisher(async (seq) => {
-    // Deliveries never wait on edges, nor a change on receivers.
-    webhooks.wake();
-    const started = performance.now();
-    await hub.publish(seq);
-    metrics.changeAcknowledged((performance.now() - started) / 1000);
-  });
+  }, clock);
+  const metrics = originMetrics({ openUploads: () => service.usage.openUploads() }, hub);
   const app = await buildOriginApp({
     service, accessKey: credentials.accessKey, baseUrl: config.baseUrl, currentBaseUrl: () => config.baseUrl, rateLimit: config.rateLimit, logLevel: config.logLevel,
     sessionTtlSeconds: config.sessionTtl, headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs, connections,
     ...(opts.logStream ? { logStream: opts.logStream } : {}),
     ...(opts.playgroundDir ? { playgroundDir: opts.playgroundDir } : {}),
-    edges: { hub, tokens: credentials.edgeTokens },
+    edges: { hub, records: new EdgeRecords(meta, blobs), tokens: credentials.edgeTokens },
     metrics, ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
   });
   if (dataDir.warning) app.log.warn(dataDir.warning);
@@ -115,8 +117,8 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     await background.run('session-expiry', () => service.sessions.expire(), { retry: false });
   };
   await sweep();
-  const timer = setInterval(sweep, sweepInterval(Math.min(config.uploadTtl, config.sessionTtl)));
-  timer.unref();
+  const timer = clock.setInterval(sweep, sweepInterval(Math.min(config.uploadTtl, config.sessionTtl)));
+  timer.unref?.();
 
   const s3App = await buildS3App({
     service, accessKey: credentials.accessKey, rateLimit: config.rateLimit, logLevel: config.logLevel,
@@ -130,7 +132,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     await app.close();
     throw err;
   }
-  webhooks.start();
+  service.webhooks.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const s3Address = s3App.server.address();
@@ -151,11 +153,11 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     hub,
     close() {
       closing ??= (async () => {
-        clearInterval(timer);
+        clock.clearInterval(timer);
         // In-flight requests finish; then nothing is left writing.
         hub.endStreams();
         await Promise.all([app.close(), s3App.close()]);
-        await webhooks.close();
+        await service.webhooks.close();
         await hub.close();
         await service.uploads.drain();
         await background.close();

@@ -11,7 +11,7 @@
  * origin that is cut off holds a change on the other for at most its lease, stops serving
  * within its lease, and catches up after.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -26,18 +26,13 @@ import { expectError } from '../helpers/api.js';
 import { rawRequest, type RawAnswer } from '../helpers/raw-http.js';
 import { createDatabase } from '../helpers/postgres.js';
 import { startS3, type TestS3 } from '../helpers/s3.js';
-import type { MetadataStore } from '../../src/core/ports.js';
-import { openSqliteStore } from '../../src/adapters/metadata/sqlite.js';
-import { EdgeHub, defaultSkewMs } from '../../src/origin/edge-hub.js';
+import { sha256, sleep } from '../kit/index.js';
 
 const LEASE_MS = 1500;
 /** How long an edge's link is held up in the hiccup checks: far less than its lease. */
 const HICCUP_MS = 300;
 const CDN = 'http://cdn.test';
 const CHUNK = 5 * 1024 * 1024;
-
-const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 type Res = RawAnswer;
 
@@ -468,114 +463,5 @@ describe.each(CONFIGURATIONS)('two origins: $name', (configuration) => {
     // And it is waited for again: a change on A is in force at B when answered.
     await ok('A', '/collections/file/delete', { file_id: kept.rec.file_id });
     expectError(await get(far.url, kept.path), 404, 'not_found', 'edge B right after a delete on A, once caught up');
-  });
-});
-
-/**
- * The lease rules themselves, in this process: two hubs (two origins) on one SQLite file,
- * edges played by calling `ack` as the follower would. Short leases keep it quick.
- */
-describe('the shared lease table: two hubs on one store', () => {
-  const LEASE = 300;
-  const SKEW = defaultSkewMs(LEASE);
-  let dir = '';
-  let stores: MetadataStore[] = [];
-  let hubs: EdgeHub[] = [];
-  let a: EdgeHub;
-  let b: EdgeHub;
-
-  const append = (store: MetadataStore) => store.transaction((tx) => tx.appendEvent({ type: 'folder.deleted', folder_id: 'x', data: { folder_id: 'x' } }, Date.now()));
-  /** Resolves with how long `publish(seq)` took, or rejects after `limitMs`. */
-  const timed = (p: Promise<void>, limitMs = 5000) => {
-    const t = Date.now();
-    return Promise.race([p.then(() => Date.now() - t), sleep(limitMs).then(() => Promise.reject(new Error(`still waiting after ${limitMs} ms`)))]);
-  };
-  const settled = async (p: Promise<void>, ms = 150) => Promise.race([p.then(() => true), sleep(ms).then(() => false)]);
-
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'coffer-leases-'));
-    stores = [await openSqliteStore(join(dir, 'coffer.sqlite')), await openSqliteStore(join(dir, 'coffer.sqlite'))];
-    hubs = stores.map((s, i) => new EdgeHub(s, { leaseMs: LEASE, originId: `origin-${i}` }));
-    [a, b] = hubs as [EdgeHub, EdgeHub];
-    for (const h of hubs) await h.start();
-  });
-
-  afterAll(async () => {
-    for (const h of hubs) await h.close();
-    for (const s of stores) await s.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
-
-  it('grants a new edge a lease only once it has applied the head', async () => {
-    const head = await append(stores[0]!);
-    expect((await b.ack('new-edge', head - 1)).lease, 'behind the head').toBe(false);
-    expect((await b.ack('new-edge', head)).lease, 'at the head').toBe(true);
-    expect((await b.ack('new-edge', head)).lease, 'still heard from').toBe(true);
-  });
-
-  it('holds a change on one origin until an edge acknowledging the other has applied it', async () => {
-    const head = await append(stores[0]!);
-    expect((await b.ack('edge-b', head)).lease).toBe(true);
-    const seq = await append(stores[0]!);
-    const waiting = a.publish(seq);
-    expect(await settled(waiting), 'answered before the edge on B had it').toBe(false);
-    await b.ack('edge-b', seq);
-    expect(await timed(waiting, 1000)).toBeLessThan(1000);
-  });
-
-  it('answers without an edge gone quiet on the other origin only after its lease (and the clock allowance), and marks it lapsed', async () => {
-    const head = await append(stores[0]!);
-    // Before the acknowledgement: its lease runs from when the origin received it.
-    const heardAt = Date.now();
-    expect((await b.ack('quiet', head)).lease).toBe(true);
-    const seq = await append(stores[0]!);
-    await timed(a.publish(seq));
-    expect(Date.now() - heardAt, 'waited for the lease and the allowance').toBeGreaterThanOrEqual(LEASE + SKEW - 5);
-    const row = (await stores[0]!.edgeLeases()).find((r) => r.edge_id === 'quiet')!;
-    expect(row.state).toBe('lapsed');
-    // Heard from again (an acknowledgement that was held up): no lease until it has the change.
-    expect((await b.ack('quiet', seq - 1)).lease, 'lapsed, behind').toBe(false);
-    expect((await a.ack('quiet', seq - 1)).lease, 'lapsed, behind, on the other origin').toBe(false);
-    expect((await b.ack('quiet', seq)).lease, 'caught up').toBe(true);
-  });
-
-  it('makes an edge quiet for a lease catch up even when no change was answered without it', async () => {
-    const head = await append(stores[0]!);
-    expect((await a.ack('napper', head)).lease).toBe(true);
-    await sleep(LEASE + 50);
-    const later = await append(stores[1]!);
-    expect((await a.ack('napper', head)).lease, 'quiet for a lease, behind').toBe(false);
-    expect((await a.ack('napper', later)).lease).toBe(true);
-  });
-
-  it('never answers a change without a live edge: a renewal while behind ends before the change is answered, and then none', async () => {
-    const head = await append(stores[0]!);
-    expect((await b.ack('racer', head)).lease).toBe(true);
-    const seq = await append(stores[0]!);
-    const waiting = a.publish(seq);
-    let answeredAt = Infinity;
-    void waiting.then(() => (answeredAt = performance.now()));
-    // Renewed before its lease runs out, still without the change: at most what is left of a lease since the change.
-    await sleep(LEASE - 100);
-    const sent = performance.now();
-    const renewed = await b.ack('racer', seq - 1);
-    expect(renewed.lease_ms, 'a renewal while behind is cut short').toBeLessThan(LEASE - 50);
-    await timed(waiting, 2000);
-    if (renewed.lease) expect(sent + renewed.lease_ms, 'the change waited for the renewed lease').toBeLessThanOrEqual(answeredAt);
-    expect((await b.ack('racer', seq - 1)).lease, 'answered without it: no lease until it catches up').toBe(false);
-    expect((await b.ack('racer', seq)).lease).toBe(true);
-  });
-
-  it('marks by compare-and-set: a mark on a row that changed since it was read does nothing', async () => {
-    const store = stores[0]!;
-    const [row] = await store.recordEdgeAcks([{ edge_id: 'cas', origin_id: 'x', acked_seq: 1, heard_at: 1, live_until: 2 }]);
-    await store.recordEdgeAcks([{ edge_id: 'cas', origin_id: 'x', acked_seq: 2, heard_at: 3, live_until: 4 }]);
-    expect(await store.markEdgesLapsed([{ edge_id: 'cas', version: row!.version }])).toEqual([]);
-    const now = (await store.edgeLeases()).find((r) => r.edge_id === 'cas')!;
-    expect(now).toMatchObject({ acked_seq: 2, live_until: 4, state: 'behind', version: row!.version + 1 });
-    expect(await store.markEdgesLapsed([{ edge_id: 'cas', version: now.version }])).toEqual(['cas']);
-    expect(await store.markEdgeCaughtUp('cas', now.version), 'a lapsed row is not caught up by a stale version').toBe(false);
-    expect(await store.pruneEdgeLeases(5)).toBeGreaterThanOrEqual(1);
-    expect((await store.edgeLeases()).some((r) => r.edge_id === 'cas')).toBe(false);
   });
 });

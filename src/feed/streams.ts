@@ -7,6 +7,7 @@
  * Heartbeats are not written to a stream that is full.
  */
 import type { ServerResponse } from 'node:http';
+import type { Clock } from '../core/clock.js';
 import type { StoredEvent } from '../core/ports.js';
 
 const BATCH = 500;
@@ -19,19 +20,20 @@ interface Stream {
   again: boolean;
 }
 
-export interface EdgeFeedOptions {
+export interface FeedStreamsOptions {
   eventsAfter(seq: number, limit: number): Promise<StoredEvent[]>;
   /** The latest sequence the origin knows of. */
   head(): number;
   /** Told of every sequence read from the log for a stream (it may be news to the origin). */
   learned(seq: number): void;
   drainMs: number;
+  clock: Clock;
 }
 
-export class EdgeFeed {
+export class FeedStreams {
   private readonly streams = new Set<Stream>();
 
-  constructor(private readonly o: EdgeFeedOptions) {}
+  constructor(private readonly o: FeedStreamsOptions) {}
 
   get size(): number {
     return this.streams.size;
@@ -117,18 +119,18 @@ export class EdgeFeed {
     if (res.write(text)) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
       const done = (ok: boolean) => {
-        clearTimeout(timer);
+        this.o.clock.clearTimeout(timer);
         res.off('drain', onDrain);
         res.off('close', onClose);
         resolve(ok);
       };
       const onDrain = () => done(true);
       const onClose = () => done(false);
-      const timer = setTimeout(() => {
+      const timer = this.o.clock.setTimeout(() => {
         res.destroy();
         done(false);
       }, this.o.drainMs);
-      timer.unref();
+      timer.unref?.();
       res.on('drain', onDrain);
       res.on('close', onClose);
     });

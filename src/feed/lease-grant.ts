@@ -1,6 +1,6 @@
 /**
  * How long a lease an origin may grant an edge: no longer than a lease from when the origin
- * learned of the first event the edge has not applied (see the header of edge-hub.ts). Kept
+ * learned of the first event the edge has not applied (see the header of hub.ts). Kept
  * here are the heads learned within the last lease; older ones only count as "long known".
  */
 

@@ -4,6 +4,7 @@
  * made after the acknowledgements have settled waiting changes, not between them. Every one
  * that arrives during a write goes in the next.
  */
+import type { Clock, TimerHandle } from '../core/clock.js';
 import type { EdgeAck, EdgeLease } from '../core/ports.js';
 
 interface Queued {
@@ -15,11 +16,12 @@ interface Queued {
 export class AckBatch {
   private queue: Queued[] = [];
   private flushing = false;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: TimerHandle | null = null;
 
   constructor(
     private readonly write: (acks: EdgeAck[]) => Promise<EdgeLease[]>,
     private readonly delayMs: number,
+    private readonly clock: Clock,
   ) {}
 
   /** Resolves with the edge's row as written. */
@@ -27,7 +29,7 @@ export class AckBatch {
     return new Promise<EdgeLease>((resolve, reject) => {
       this.queue.push({ ack, resolve, reject });
       if (!this.flushing && !this.timer) {
-        this.timer = setTimeout(() => {
+        this.timer = this.clock.setTimeout(() => {
           this.timer = null;
           void this.flush();
         }, this.delayMs);
@@ -37,7 +39,7 @@ export class AckBatch {
 
   /** Refuses what is queued and anything written later. */
   close(): void {
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer) this.clock.clearTimeout(this.timer);
     this.timer = null;
     for (const q of this.queue.splice(0)) q.reject(new Error('the origin is shutting down'));
   }

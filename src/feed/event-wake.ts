@@ -1,10 +1,11 @@
 /**
  * What tells an origin's edge hub that another origin has appended events, or recorded an
  * edge's acknowledgement. The hub always polls the database while it has edges or waiting
- * changes (see edge-hub.ts); on PostgreSQL a LISTEN on a connection of its own wakes it at
+ * changes (see polling.ts); on PostgreSQL a LISTEN on a connection of its own wakes it at
  * once as well. The embedded SQLite store has no notifications: polling alone.
  */
 import type pg from 'pg';
+import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
 
 /** NOTIFY'd, with the sequence number, in the transaction that appends an event. */
 export const EVENTS_CHANNEL = 'coffer_events';
@@ -33,11 +34,11 @@ export const pollingOnly: EventWake = {
 export class PgListenWake implements EventWake {
   private client: pg.Client | null = null;
   private closed = false;
-  private retryTimer: NodeJS.Timeout | null = null;
+  private retryTimer: TimerHandle | null = null;
   private delay = 100;
   private onWake: (reason: WakeReason) => void = () => {};
 
-  constructor(private readonly url: string, private readonly onError?: (err: unknown) => void) {}
+  constructor(private readonly url: string, private readonly onError?: (err: unknown) => void, private readonly clock: Clock = systemClock) {}
 
   start(onWake: (reason: WakeReason) => void): void {
     this.onWake = onWake;
@@ -59,8 +60,8 @@ export class PgListenWake implements EventWake {
       client.end().catch(() => {});
       if (this.closed) return;
       this.onError?.(err);
-      this.retryTimer = setTimeout(() => void this.connect(), this.delay);
-      this.retryTimer.unref();
+      this.retryTimer = this.clock.setTimeout(() => void this.connect(), this.delay);
+      this.retryTimer.unref?.();
       this.delay = Math.min(5000, this.delay * 2);
     };
     client.on('error', fail);
@@ -84,7 +85,7 @@ export class PgListenWake implements EventWake {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.retryTimer) this.clock.clearTimeout(this.retryTimer);
     const client = this.client;
     this.client = null;
     await client?.end().catch(() => {});
@@ -92,7 +93,7 @@ export class PgListenWake implements EventWake {
 }
 
 /** LISTEN/NOTIFY on PostgreSQL, polling alone otherwise. */
-export function openEventWake(databaseUrl: string | undefined, onError?: (err: unknown) => void): EventWake {
-  if (databaseUrl && /^postgres(ql)?:\/\//i.test(databaseUrl)) return new PgListenWake(databaseUrl, onError);
+export function openEventWake(databaseUrl: string | undefined, onError?: (err: unknown) => void, clock: Clock = systemClock): EventWake {
+  if (databaseUrl && /^postgres(ql)?:\/\//i.test(databaseUrl)) return new PgListenWake(databaseUrl, onError, clock);
   return pollingOnly;
 }

@@ -1,0 +1,64 @@
+/**
+ * What edges read besides the feed: a snapshot to start from, one file's record for a
+ * re-check, and a ready file's bytes. Built on the stores it is given; the origin's routes
+ * (origin/edge-routes.ts) only carry it over HTTP.
+ */
+import type { BlobStore, MetadataStore, StoredFile } from '../core/ports.js';
+import { ROOT_CONTEXT, chainIsComplete, fileEventData, folderEventData } from '../service/records.js';
+
+const edgeFile = (f: StoredFile) => fileEventData(f, ROOT_CONTEXT);
+
+export interface EdgeSnapshot {
+  seq: number;
+  folders: Array<Record<string, unknown>>;
+  files: Array<Record<string, unknown>>;
+}
+
+export interface EdgeFileRecord {
+  file: Record<string, unknown>;
+  folders: Array<Record<string, unknown>>;
+}
+
+export interface EdgeBlob {
+  stream: NodeJS.ReadableStream;
+  size: number;
+  sha256: string | null;
+}
+
+export class EdgeRecords {
+  constructor(
+    private readonly meta: Pick<MetadataStore, 'lastEventSeq' | 'allFolders' | 'allReadyFiles' | 'read'>,
+    private readonly blobs: Pick<BlobStore, 'read'>,
+  ) {}
+
+  /** Every folder and ready file, with the sequence they are at least as new as. */
+  async snapshot(): Promise<EdgeSnapshot> {
+    // The sequence is read first: anything newer is replayed from the feed, and replay is idempotent.
+    const seq = await this.meta.lastEventSeq();
+    const [folders, files] = await Promise.all([this.meta.allFolders(), this.meta.allReadyFiles()]);
+    return { seq, folders: folders.map(folderEventData), files: files.map(edgeFile) };
+  }
+
+  /** A ready file's record and its folders, or undefined. */
+  async file(id: string): Promise<EdgeFileRecord | undefined> {
+    const file = await this.readyFile(id);
+    if (!file) return undefined;
+    const chain = file.folder_id ? await this.meta.read.folderChain(file.folder_id) : [];
+    // A chain cut short (or a folder gone) hides what lies above: the edge is told Private.
+    const complete = file.folder_id === null || (chain.length > 0 && chainIsComplete(chain));
+    const record = complete ? edgeFile(file) : { ...edgeFile(file), visibility: 'Private' as const };
+    return { file: record, folders: chain.map(folderEventData) };
+  }
+
+  /** A ready file's bytes, or undefined. */
+  async blob(id: string): Promise<EdgeBlob | undefined> {
+    const file = await this.readyFile(id);
+    if (!file) return undefined;
+    return { stream: await this.blobs.read(file.blob_key), size: file.size, sha256: file.sha256 };
+  }
+
+  private async readyFile(id: string): Promise<StoredFile | undefined> {
+    const file = await this.meta.read.getFile(id);
+    return file?.status === 'ready' ? file : undefined;
+  }
+}

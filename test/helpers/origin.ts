@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, type SettingName } from '../../src/config/config.js';
 import { startOrigin, type RunningOrigin } from '../../src/origin/server.js';
+import type { Clock } from '../../src/core/clock.js';
 import { createDatabase } from './postgres.js';
 import { S3RVER_CREDENTIALS, S3_REGION, testS3Client } from './s3.js';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
@@ -40,6 +41,8 @@ export interface TestOriginOptions {
    * the data dir's blobs/, or a fresh bucket on the run's s3rver with COFFER_TEST_BLOBS=s3.
    */
   databaseUrl?: string;
+  /** The origin's time (test/kit/clock.ts `ManualClock` to move it by hand); the system's by default. */
+  clock?: Clock;
 }
 
 /** With COFFER_TEST_METADATA=postgres: the database made for each data dir. */
@@ -102,7 +105,7 @@ export async function startTestOrigin(settings: Partial<Record<SettingName, stri
       cb();
     },
   });
-  const origin = await startOrigin(config, { logStream, playgroundDir: options.playgroundDir ?? PLAYGROUND_BUILD });
+  const origin = await startOrigin(config, { logStream, playgroundDir: options.playgroundDir ?? PLAYGROUND_BUILD, ...(options.clock ? { clock: options.clock } : {}) });
   const url = origin.url;
   return {
     url, key, secret, dataDir, origin, logs, databaseUrl: config.databaseUrl, blobStore: config.blobStore,

@@ -8,7 +8,7 @@
  * storage) and none of it holds the access key; the grant it did get cannot list files.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CofferClient, type FileRecord } from '../../src/sdk/index.js';
 import { spawnCoffer, stopAll } from '../helpers/processes.js';
 import { CHROMIUM, SCREENSHOTS } from './harness.js';
+import { sha256 } from '../kit/index.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const EXAMPLE = join(ROOT, 'examples/browser-upload');
@@ -24,7 +25,6 @@ const VITE = join(ROOT, 'node_modules/vite/bin/vite.js');
 const KEY = 'browser-example-root-key-' + randomBytes(24).toString('hex');
 const PASSWORD = 'demo-' + randomBytes(8).toString('hex');
 const MiB = 1024 * 1024;
-const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 let work: string;
 let originUrl: string;

@@ -14,7 +14,7 @@
  * The test reads the timeline of every upload worker (worker.evaluate) and of the page: all
  * the part requests are in a worker's, none in the page's.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,7 @@ import type { Page, Request, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CofferError, type FileRecord } from '../../src/sdk/index.js';
 import { startPlayground, type Playground } from './harness.js';
+import { sha256, sleep } from '../kit/index.js';
 
 const MiB = 1024 * 1024;
 const PART = '/collections/upload/file-progress';
@@ -44,8 +45,6 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
-
 /**
  * A file of random bytes on disk. Chosen by path, the browser reads it itself (a buffer
  * would cross the protocol as base64, seconds for 20 MiB), and its lastModified is stable
@@ -57,7 +56,6 @@ async function randomFile(name: string, size: number): Promise<{ name: string; p
   await writeFile(path, bytes);
   return { name, path, bytes };
 }
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** How long a poll waits: generous, for a machine busy with other tests. */
 const WAIT = { timeout: 20_000 };
 

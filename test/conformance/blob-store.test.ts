@@ -2,7 +2,7 @@
  * What every BlobStore must do, run against each adapter: the local disk (a temporary
  * directory) and S3 (s3rver, a real S3-protocol server, see test/helpers/s3.ts).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,10 +12,10 @@ import { FsBlobStore } from '../../src/adapters/blobs/fs.js';
 import { S3BlobStore } from '../../src/adapters/blobs/s3.js';
 import { parseS3Url } from '../../src/adapters/blobs/s3-url.js';
 import { startS3, type TestS3 } from '../helpers/s3.js';
+import { sha256 } from '../kit/index.js';
 
 const MiB = 1024 * 1024;
 const CHUNK = 5 * MiB;
-const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
 interface Subject {
   name: string;

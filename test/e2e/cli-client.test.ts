@@ -6,7 +6,7 @@
  * service: through the SDK at the origin and with plain GETs at the edge.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -17,11 +17,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CofferClient, type FileRecord, type FolderRecord, type ListResponse } from '../../src/sdk/index.js';
 import { CLI, spawnCoffer, type CofferProcess } from '../helpers/processes.js';
 import { startOldServer } from '../helpers/old-server.js';
+import { sha256 } from '../kit/index.js';
 
 const KEY = 'cli-client-test-key';
 const SECRET = 'cli-client-test-secret';
 const MiB = 1024 * 1024;
-const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 const ID = /^[A-Za-z0-9_-]{16,}$/;
 const ESC = /\x1b/;
 

@@ -6,20 +6,20 @@
  * and with plain GETs at the edge for links.
  */
 import { spawn } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CofferClient, type FolderRecord, type KeyRecord } from '../../src/sdk/index.js';
 import { CLI, spawnCoffer, type CofferProcess } from '../helpers/processes.js';
+import { sha256 } from '../kit/index.js';
 
 const ROOT_KEY = 'cli-keys-test-root-key';
 const SECRET = 'cli-keys-test-secret';
 const KEY = /^ck_[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/;
 const GRANT = /^cg_[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/;
 const ESC = /\x1b/;
-const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 let root: string;
 let service: CofferProcess;

@@ -4,16 +4,16 @@
  * replaced, `--dry-run` changes nothing, `--delete` removes what is gone, and a run cut off
  * in the middle converges when run again.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FileRecord, FolderRecord } from '../../src/sdk/index.js';
 import { startCliService, type CliService } from '../helpers/cli-run.js';
+import { sha256 } from '../kit/index.js';
 
 const MiB = 1024 * 1024;
-const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 let svc: CliService;
 

@@ -4,6 +4,7 @@ import { mkdtemp, rm, stat, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { jsonClient, upload } from '../kit/index.js';
 
 const MAIN = join(process.cwd(), 'dist', 'cli', 'main.js');
 const children = new Set<ChildProcess>();
@@ -73,14 +74,9 @@ describe('coffer processes', () => {
       expect(await r.json()).toEqual({ status: 'ok' });
     }
     // The generated key works, and files uploaded are delivered by the edge started alongside.
-    const api = (path: string, body: unknown) => fetch(first.lines.origin + path, {
-      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
-    }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
-    const s = (await api('/collections/upload/file', { name: 'hi.txt', visibility: 'Public', size: 2, file_type: 'document' })).body;
-    await api('/collections/upload/file-progress', { bucket: s.bucket, key: s.key, uploadId: s.uploadId, fileId: s.fileId, partNumber: 1, body: Buffer.from('hi').toString('base64') });
-    const done = await api('/collections/upload/complete-upload', { file_id: s.fileId });
-    expect(done.body.delivery_url.startsWith(first.lines.edge!)).toBe(true);
-    const delivered = await fetch(done.body.delivery_url);
+    const done = await upload(jsonClient(first.lines.origin!, key), Buffer.from('hi'), { name: 'hi.txt', file_type: 'document' });
+    expect(done.delivery_url.startsWith(first.lines.edge!)).toBe(true);
+    const delivered = await fetch(done.delivery_url);
     expect(delivered.status).toBe(200);
     expect(await delivered.text()).toBe('hi');
 

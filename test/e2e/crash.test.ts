@@ -12,7 +12,7 @@
  * an origin that exits by itself is a failure.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_BLOBS_S3, TEST_METADATA_POSTGRES, createTestBucket } from '../helpers/origin.js';
 import { createDatabase } from '../helpers/postgres.js';
 import { readStoredObject, type StoreOf } from '../helpers/stored-object.js';
+import { sha256, sleep } from '../kit/index.js';
 
 const C = 5 * 1024 * 1024;
 const MAIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../dist/cli/main.js');
@@ -39,9 +40,6 @@ const DEADLINE_MS = 100_000;
 const REQUEST_TIMEOUT_MS = 15_000;
 /** An origin on PostgreSQL migrates its schema first; a busy machine needs the margin. */
 const START_TIMEOUT_MS = 30_000;
-
-const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 interface Server {
   url: string;

@@ -5,7 +5,7 @@
  * is answered 502, and the next one fetches afresh. The edge reaches the origin through a
  * proxy that holds the chosen fetch until the test resets it.
  */
-import { randomBytes, createHash } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EdgeCache } from '../../src/edge/cache.js';
 import { expectError } from '../helpers/api.js';
@@ -13,9 +13,9 @@ import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { sha256 } from '../kit/index.js';
 
 const BLOB_FETCH = /^GET \/_edge\/blob\//;
-const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 let o: TestOrigin;
 let proxy: TcpProxy;

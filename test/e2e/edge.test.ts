@@ -5,7 +5,7 @@
  * is made at every edge, with the path and query of the URLs the origin returns (links
  * are host-independent). Edge C runs with COFFER_PUBLIC_MAX_AGE.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import { expectError } from '../helpers/api.js';
 import { rawRequest, type RawAnswer } from '../helpers/raw-http.js';
 import { tusClient } from '../helpers/tus.js';
 import { isInlineSafe } from '../../src/edge/delivery.js';
+import { jsonClient, sha256, sleep, upload as uploadBytes } from '../kit/index.js';
 
 // Long enough that a test process busy with a large body (it proxies every edge's feed) does
 // not starve an edge of its lease; the timing checks below are relative to it (and a recheck
@@ -28,8 +29,6 @@ const SECRET = 'edge-secret-' + randomBytes(8).toString('hex');
 const EDGE_TOKEN = 'edge-token-' + randomBytes(8).toString('hex');
 const CHUNK = 5 * 1024 * 1024;
 
-const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 // ---------------------------------------------------------------- HTTP
@@ -67,21 +66,8 @@ function spawnEdge(e: { name: string; dataDir: string; maxAge: number | null; pr
   return spawnCoffer({ kind: 'edge', name: `edge ${e.name}`, args: ['edge', '--origin', e.proxy.url], env: edgeEnv(e, port) });
 }
 
-async function api<T = any>(path: string, body: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(originUrl + path, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: any;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = text;
-  }
-  return { status: res.status, body: parsed };
-}
+/** The origin's API with the root key. */
+const api = <T = any>(path: string, body: unknown) => jsonClient(originUrl, KEY).post<T>(path, body);
 
 async function ok<T = any>(path: string, body: unknown): Promise<T> {
   const r = await api<T>(path, body);
@@ -97,12 +83,7 @@ interface Uploaded {
 }
 
 async function upload(bytes: Buffer, fields: Record<string, unknown>): Promise<Uploaded> {
-  const s = await ok('/collections/upload/file', { name: 'file.bin', visibility: 'Public', size: bytes.length, file_type: 'other', ...fields });
-  await Promise.all(Array.from({ length: s.part_count }, (_, i) => ok('/collections/upload/file-progress', {
-    bucket: s.bucket, key: s.key, uploadId: s.uploadId, fileId: s.fileId, partNumber: i + 1,
-    body: bytes.subarray(i * s.chunk_size, (i + 1) * s.chunk_size).toString('base64'),
-  })));
-  const rec = await ok('/collections/upload/complete-upload', { file_id: s.fileId });
+  const rec = await uploadBytes(jsonClient(originUrl, KEY), bytes, fields, { parallel: true });
   expect(rec.status).toBe('ready');
   expect(rec.sha256).toBe(sha256(bytes));
   return { rec, bytes, path: pathOf(rec.delivery_url) };

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
+import { poll } from '../kit/index.js';
 
 const JSON_LIMIT = 64 * 1024;
 
@@ -23,15 +24,6 @@ async function send(url: string, init: { method?: string; headers?: Record<strin
     // kept as text
   }
   return { status: res.status, body, headers: res.headers };
-}
-
-async function waitFor(check: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    if (check()) return true;
-    if (Date.now() > until) return false;
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 const ENDPOINTS: Array<[string, Record<string, unknown>]> = [
@@ -339,7 +331,7 @@ describe('request log', () => {
 
     const lines = () => o.logs.map((l) => JSON.parse(l) as Record<string, unknown>);
     const requestLines = (id: string) => lines().filter((l) => l.req_id === id && typeof l.duration_ms === 'number');
-    const all = await waitFor(() => ids.every((id) => requestLines(id).length >= 1), 3000);
+    const all = await poll(() => ids.every((id) => requestLines(id).length >= 1), { timeoutMs: 3000, intervalMs: 25 });
     expect(all, `log lines: ${o.logs.join('\n')}`).toBe(true);
     for (const id of ids) {
       const mine = requestLines(id);

@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CofferClient, type FileRecord } from '../../src/sdk/index.js';
 import { spawnCoffer, stopAll } from '../helpers/processes.js';
+import { waitFor } from '../kit/index.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const SERVER = join(ROOT, 'examples/signed-link/server.mjs');
@@ -69,14 +70,6 @@ async function signIn(app: Example, user: 'alice' | 'bob'): Promise<string> {
 
 const createLinkCalls = () => serveLog().split('\n').filter((l) => l.includes('"url":"/collections/create-link"')).length;
 
-async function waitFor(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'coffer-example-'));
   const serve = spawnCoffer({
@@ -128,7 +121,7 @@ describe('examples/signed-link', () => {
     const lifetime = Number(location.searchParams.get('X-Expires')) - Math.floor(Date.now() / 1000);
     expect(lifetime).toBeGreaterThanOrEqual(895);
     expect(lifetime).toBeLessThanOrEqual(900);
-    await waitFor(() => createLinkCalls() === before + 1, 'the create-link call in the log');
+    await waitFor(() => createLinkCalls() === before + 1, { what: 'the create-link call in the log', intervalMs: 20 });
 
     const followed = await fetch(`${app.url}/files/${file.file_id}`, { headers: { cookie } });
     expect(followed.status).toBe(200);
@@ -183,7 +176,7 @@ describe('examples/signed-link', () => {
     // One create-link through the other example marks the log: the offline requests added none.
     const online = await signIn(app, 'alice');
     await fetch(`${app.url}/files/${file.file_id}`, { headers: { cookie: online }, redirect: 'manual' });
-    await waitFor(() => createLinkCalls() >= before + 1, 'the marker create-link call in the log');
+    await waitFor(() => createLinkCalls() >= before + 1, { what: 'the marker create-link call in the log', intervalMs: 20 });
     expect(createLinkCalls()).toBe(before + 1);
   });
 

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
+import { upload } from '../kit/index.js';
 
 type Who = 'root' | 'read' | 'write' | 'admin' | 'inside' | 'outside' | 'expired' | 'revoked' | 'grant' | 'none';
 const WHO: Who[] = ['root', 'read', 'write', 'admin', 'inside', 'outside', 'expired', 'revoked', 'grant', 'none'];
@@ -46,9 +47,7 @@ const folderOf = (ctx: Ctx, place: Place) => (place === 'inside' ? ctx.inside : 
 const uploader = (who: Who): Who => (who === 'grant' ? 'grant' : 'root');
 
 async function readyFile(ctx: Ctx, place: Place): Promise<any> {
-  const s = await rootPost(ctx, '/collections/upload/file', { name: unique('f') + '.txt', visibility: 'Private', size: 3, file_type: 'document', folder_id: folderOf(ctx, place) });
-  await rootPost(ctx, '/collections/upload/file-progress', { body: 'YWJj', bucket: s.bucket, key: s.key, uploadId: s.uploadId, fileId: s.fileId, partNumber: 1 });
-  return rootPost(ctx, '/collections/upload/complete-upload', { file_id: s.file_id });
+  return upload(ctx.o, Buffer.from('abc'), { name: unique('f') + '.txt', visibility: 'Private', file_type: 'document', folder_id: folderOf(ctx, place) });
 }
 async function openUpload(ctx: Ctx, place: Place, who: Who, withPart = false): Promise<any> {
   const s = await rootPost(ctx, '/collections/upload/file', { name: unique('u') + '.txt', visibility: 'Private', size: 3, file_type: 'document', folder_id: folderOf(ctx, place) }, uploader(who));

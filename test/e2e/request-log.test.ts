@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
+import { waitFor } from '../kit/index.js';
 
 interface RequestLine {
   level: number;
@@ -20,20 +21,12 @@ const DEBUG = 20;
 const requestLines = (o: TestOrigin): RequestLine[] =>
   o.logs.map((l) => JSON.parse(l) as RequestLine & { msg?: string }).filter((l) => l.msg === 'request');
 
-async function waitFor(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** An origin, an edge following it, a file the edge has served, and a metrics scrape. */
 async function fleetTraffic(logLevel: string): Promise<{ o: TestOrigin; edge: TestEdge }> {
   const o = await startTestOrigin({ COFFER_LOG_LEVEL: logLevel });
   const edge = await startTestEdge(o);
   const file = await uploadBytes(o, Buffer.from('logged once'), { name: 'log.txt' });
-  await waitFor(async () => (await fetch(`${edge.edge.url}/files/${file.file_id}`)).status === 200);
+  await waitFor(async () => (await fetch(`${edge.edge.url}/files/${file.file_id}`)).status === 200, { timeoutMs: 10_000 });
   expect((await fetch(`${o.url}/metrics`)).status).toBe(200);
   return { o, edge };
 }
@@ -54,7 +47,7 @@ describe('the origin\'s request log', () => {
     const refused = await fetch(`${o.url}/_edge/feed?after=0&edge=intruder`, { headers: { authorization: 'Bearer not-the-token' } });
     expect(refused.status).toBe(401);
     await refused.arrayBuffer();
-    await waitFor(() => requestLines(o).some((l) => l.status === 401));
+    await waitFor(() => requestLines(o).some((l) => l.status === 401), { timeoutMs: 10_000 });
 
     const lines = requestLines(o);
     expect(lines.every((l) => l.level === INFO)).toBe(true);
@@ -68,7 +61,7 @@ describe('the origin\'s request log', () => {
     const fleet = await fleetTraffic('debug');
     running.push(fleet);
     const { o } = fleet;
-    await waitFor(() => requestLines(o).some((l) => l.url === '/_edge/ack'));
+    await waitFor(() => requestLines(o).some((l) => l.url === '/_edge/ack'), { timeoutMs: 10_000 });
     const lines = requestLines(o);
     for (const url of ['/_edge/ack', '/metrics']) {
       expect(lines.find((l) => l.url === url), url).toMatchObject({ level: DEBUG, status: 200 });

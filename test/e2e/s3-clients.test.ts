@@ -15,6 +15,7 @@ import { CreateBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObject
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { filesIn, folderAt, makeKey, s3Client } from '../helpers/s3-api.js';
 import { AWS, PYTHON, RCLONE, S3CMD, setUpClients, type Clients } from '../helpers/s3-clients.js';
+import { sha256 } from '../kit/index.js';
 
 const MiB = 1024 * 1024;
 const BOTO3_SCRIPT = resolve(dirname(fileURLToPath(import.meta.url)), '../helpers/boto3-check.py');
@@ -39,7 +40,6 @@ afterAll(async () => {
   if (home) await rm(home, { recursive: true, force: true });
 });
 
-const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
 async function newBucket(): Promise<string> {
   const name = `c-${randomBytes(5).toString('hex')}`;

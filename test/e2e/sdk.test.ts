@@ -4,7 +4,7 @@
  * follows it. Nothing of the service is mocked; where a failure must be injected, or the
  * requests counted, the client's `fetch` option wraps the real fetch.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,12 +20,11 @@ import type { RunningEdge } from '../../src/edge/server.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { startOldServer } from '../helpers/old-server.js';
+import { sha256, sleep } from '../kit/index.js';
 
 const CDN = 'http://cdn.test';
 const MiB = 1024 * 1024;
-const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 const nowSeconds = () => Math.floor(Date.now() / 1000);
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 // ---------------------------------------------------------------- instrumentation

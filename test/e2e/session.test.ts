@@ -3,7 +3,6 @@
  * cookie-authenticated calls, sign-out and expiry ending a session on the server, the
  * token stored only as a hash, and the key kept out of the logs.
  */
-import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,6 +12,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
+import { sha256 } from '../kit/index.js';
 
 const TWELVE_HOURS = 43_200;
 
@@ -126,8 +126,6 @@ async function signIn(o: TestOrigin, extra: Record<string, string> = {}, creds: 
   const cookie = `coffer_session=${c.value}`;
   return { token: c.value, csrf: a.body.csrf_token, expiresAt: a.body.expires_at, cookie, creds: { cookie, csrf: a.body.csrf_token }, answer: a };
 }
-
-const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 describe('sign-in', () => {
   let o: TestOrigin;

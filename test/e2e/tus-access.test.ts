@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
-import { offsetOf, sha256, tusClient, type TusAnswer } from '../helpers/tus.js';
+import { offsetOf, tusClient, type TusAnswer } from '../helpers/tus.js';
+import { sha256 } from '../kit/index.js';
 
 let o: TestOrigin;
 let root: ReturnType<typeof tusClient>;

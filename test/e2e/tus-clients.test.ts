@@ -19,7 +19,8 @@ import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { freePort, tusStorage, type TusStorage } from '../helpers/tus-origin.js';
 import { stopAll } from '../helpers/processes.js';
-import { MiB, sha256, tusClient } from '../helpers/tus.js';
+import { MiB, tusClient } from '../helpers/tus.js';
+import { sha256 } from '../kit/index.js';
 
 interface Sent {
   method: string;

@@ -9,7 +9,8 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, tusStorage, type TusStorage } from '../helpers/tus-origin.js';
 import { stopAll } from '../helpers/processes.js';
-import { MiB, offsetOf, sha256, sleep, storedTails, tusClient } from '../helpers/tus.js';
+import { MiB, offsetOf, storedTails, tusClient } from '../helpers/tus.js';
+import { sha256, sleep } from '../kit/index.js';
 
 const KILLS = 4;
 const PIECE = 256 * 1024;

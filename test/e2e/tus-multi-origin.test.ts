@@ -9,7 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tusStorage, type TusStorage } from '../helpers/tus-origin.js';
 import { stopAll } from '../helpers/processes.js';
-import { MiB, offsetOf, sha256, sleep, slowly, tusClient } from '../helpers/tus.js';
+import { MiB, offsetOf, slowly, tusClient } from '../helpers/tus.js';
+import { sha256, sleep } from '../kit/index.js';
 
 let storage: TusStorage;
 let a: ReturnType<typeof tusClient>;

@@ -17,7 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHROMIUM } from '../browser/harness.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { seededBytes } from '../pages/seeded-bytes.js';
-import { MiB, sha256, sleep } from '../helpers/tus.js';
+import { MiB } from '../helpers/tus.js';
+import { sha256, sleep } from '../kit/index.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SIZE = 30 * MiB;

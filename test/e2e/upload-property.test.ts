@@ -12,11 +12,10 @@ import { FsBlobStore } from '../../src/adapters/blobs/fs.js';
 import type { PartWriter } from '../../src/core/ports.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { readStoredObject } from '../helpers/stored-object.js';
+import { sha256 } from '../kit/index.js';
 
 const C = 5 * 1024 * 1024;
 const MAX_SIZE = 3 * C + 1024 * 1024; // three chunks and a remainder: 16 MiB
-
-const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
 /** Deterministic, fast pseudo-random bytes: AES-CTR keystream keyed by the label. */
 function seededBytes(label: string, length: number): Buffer {

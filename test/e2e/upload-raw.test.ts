@@ -4,7 +4,7 @@
  * the query string. Same answers, same errors in the same order, same limits and the same
  * caller rules as the JSON form, which it can be mixed with.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import http from 'node:http';
 import { join } from 'node:path';
@@ -12,11 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { storedParts } from '../helpers/stored-object.js';
 import { expectError } from '../helpers/api.js';
+import { sha256 } from '../kit/index.js';
 
 const CHUNK = 5 * 1024 * 1024;
 const MAX_BODY = 8 * 1024 * 1024;
 const PATH = '/collections/upload/file-progress';
-const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
 type Res = { status: number; body: any; headers: Headers };
 

@@ -11,19 +11,10 @@ import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { startS3, type TestS3 } from '../helpers/s3.js';
 import { spawnCoffer, stopAll } from '../helpers/processes.js';
+import { poll, sha256 } from '../kit/index.js';
 
 const CHUNK = 5 * 1024 * 1024;
 const MiB = 1024 * 1024;
-const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
-
-async function waitFor(check: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > until) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 let s3: TestS3;
 beforeAll(async () => {
@@ -79,7 +70,7 @@ describe('the HTTP upload flow on S3 (s3rver)', () => {
     // The object is in the bucket under the upload's key, and the multipart upload is closed.
     const object = await s3.client.send(new GetObjectCommand({ Bucket: bucket, Key: s.key }));
     expect(sha256(Buffer.from(await object.Body!.transformToByteArray()))).toBe(sha256(bytes));
-    expect(await waitFor(async () => (await s3.openUploads(bucket)).length === 0, 5000)).toBe(true);
+    expect(await poll(async () => (await s3.openUploads(bucket)).length === 0, { timeoutMs: 5000 })).toBe(true);
 
     // What edges fetch.
     const token = o.origin.credentials.edgeTokens[0]!;
@@ -90,7 +81,7 @@ describe('the HTTP upload flow on S3 (s3rver)', () => {
 
     // Deleting removes the object from the bucket.
     expect((await o.post('/collections/file/delete', { file_id: s.file_id })).status).toBe(200);
-    expect(await waitFor(async () => (await o.origin.service.blobs.size(s.key)) === null, 5000)).toBe(true);
+    expect(await poll(async () => (await o.origin.stores.blobs.size(s.key)) === null, { timeoutMs: 5000 })).toBe(true);
   });
 
   it('refuses a part of the wrong size and keeps the one it has', async () => {
@@ -131,7 +122,7 @@ describe('the HTTP upload flow on S3 (s3rver)', () => {
     expect((await o.post('/collections/upload/file-progress', null, { raw: partBody(s, 2, Buffer.from('x')) })).status).toBe(200);
     expect(await s3.openUploads(bucket)).toContainEqual({ key: s.key, uploadId: s.uploadId });
     expect((await o.post('/collections/upload/abort', { file_id: s.file_id })).status).toBe(200);
-    expect(await waitFor(async () => !(await s3.openUploads(bucket)).some((u) => u.uploadId === s.uploadId), 5000)).toBe(true);
+    expect(await poll(async () => !(await s3.openUploads(bucket)).some((u) => u.uploadId === s.uploadId), { timeoutMs: 5000 })).toBe(true);
     const late = await o.post('/collections/upload/file-progress', null, { raw: partBody(s, 1, randomBytes(CHUNK)) });
     expect(late.status).toBe(404);
   });
@@ -173,7 +164,7 @@ describe('expiry on S3', () => {
       const s = await initiate(o, CHUNK + 5);
       expect((await o.post('/collections/upload/file-progress', null, { raw: partBody(s, 2, Buffer.from('12345')) })).status).toBe(200);
       expect(await s3.openUploads(bucket)).toEqual([{ key: s.key, uploadId: s.uploadId }]);
-      expect(await waitFor(async () => (await s3.openUploads(bucket)).length === 0, 5000)).toBe(true);
+      expect(await poll(async () => (await s3.openUploads(bucket)).length === 0, { timeoutMs: 5000 })).toBe(true);
       expect((await o.post('/collections/upload/complete-upload', { file_id: s.file_id })).status).toBe(404);
     } finally {
       await o.close();

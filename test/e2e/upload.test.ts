@@ -3,7 +3,7 @@
  * complete-upload, status, abort and expiry. Every failure is checked for its status,
  * code and the details the contract names, and for the §2 error shape.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import http from 'node:http';
 import { join } from 'node:path';
@@ -11,14 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { openUploadIds, storedObjectIds, storedParts } from '../helpers/stored-object.js';
 import { expectError } from '../helpers/api.js';
+import { poll, sha256 } from '../kit/index.js';
 
 const CHUNK = 5 * 1024 * 1024;
 const MAX_BODY = 8 * 1024 * 1024;
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const OPAQUE_ID = /^[A-Za-z0-9_-]{16,}$/;
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
-
-const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
 type Res = { status: number; body: any; headers: Headers };
 
@@ -67,15 +66,6 @@ async function listDir(path: string): Promise<string[]> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
-  }
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number, stepMs = 50): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > until) return false;
-    await new Promise((r) => setTimeout(r, stepMs));
   }
 }
 
@@ -513,7 +503,7 @@ describe('upload (contract §4)', () => {
       expect(done.body.sha256).toBe(sha256(b));
       expect(done.body.sha256).not.toBe(sha256(a));
       // The parts are dropped once the file is whole.
-      expect(await waitFor(async () => (await parts()).length === 0, 3000)).toBe(true);
+      expect(await poll(async () => (await parts()).length === 0, { timeoutMs: 3000 })).toBe(true);
     });
 
     it('keeps the earlier part when a re-sent one is refused', async () => {
@@ -644,7 +634,7 @@ describe('upload (contract §4)', () => {
       if (!o.blobStore) {
         // The embedded store's scratch files (S3 keeps no files of the origin's: its UploadPart is all or nothing).
         const tmp = join(o.dataDir, 'blobs', 'tmp');
-        const clean = await waitFor(async () => (await listDir(tmp)).length === 0, 3000);
+        const clean = await poll(async () => (await listDir(tmp)).length === 0, { timeoutMs: 3000 });
         expect(clean, `left in ${tmp}: ${(await listDir(tmp)).join(', ')}`).toBe(true);
       }
       expect(await storedParts(o, s.uploadId)).toEqual([]);
@@ -744,7 +734,7 @@ describe('upload (contract §4)', () => {
       expectError(await o.post('/collections/file/get', { file_id: s.file_id }), 404, 'file_not_found');
       expectError(await sendPart(o, s, 2, Buffer.from('xyz')), 404, 'upload_not_found');
       expectError(await abort(o, s.file_id), 404, 'file_not_found');
-      expect(await waitFor(async () => (await parts()).length === 0, 3000)).toBe(true);
+      expect(await poll(async () => (await parts()).length === 0, { timeoutMs: 3000 })).toBe(true);
     });
 
     it('refuses to abort a completed file: 409 upload_completed', async () => {
@@ -779,7 +769,7 @@ describe('upload expiry (COFFER_UPLOAD_TTL)', () => {
     // A completed file is not touched by the sweeper.
     const keep = await uploadBytes(o, Buffer.from('keep me'));
 
-    const swept = await waitFor(async () => (await openUploadIds(o)).length === 0, 5000);
+    const swept = await poll(async () => (await openUploadIds(o)).length === 0, { timeoutMs: 5000 });
     expect(swept, `left open: ${(await openUploadIds(o)).join(', ')}`).toBe(true);
 
     expectError(await sendPart(o, s, 2, Buffer.from('12345')), 404, 'upload_not_found');

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { verifyWebhook } from '../../src/sdk/index.js';
 import { spawnCoffer, stopAll, type CofferProcess } from '../helpers/processes.js';
+import { jsonClient, upload } from '../kit/index.js';
 
 const KEY = 'webhook-crash-key-' + randomBytes(8).toString('hex');
 let dir = '';
@@ -31,10 +32,9 @@ function startOrigin(): CofferProcess {
 }
 
 async function post(url: string, path: string, body: unknown): Promise<any> {
-  const res = await fetch(url + path, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const json = await res.json();
-  expect(res.status, `${path} ${JSON.stringify(json)}`).toBe(200);
-  return json;
+  const res = await jsonClient(url, KEY).post(path, body);
+  expect(res.status, `${path} ${JSON.stringify(res.body)}`).toBe(200);
+  return res.body;
 }
 
 test('every event made before a SIGKILL arrives after the restart, in order per file', async () => {
@@ -59,10 +59,8 @@ test('every event made before a SIGKILL arrives after the restart, in order per 
     const folder = await post(url, '/collections/folder/create', { name: 'crash', visibility: 'Public' });
     const files: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const s = await post(url, '/collections/upload/file', { name: `f${i}.txt`, visibility: 'Public', size: 3, file_type: 'document', folder_id: folder.folder_id });
-      await post(url, '/collections/upload/file-progress', { bucket: s.bucket, key: s.key, uploadId: s.uploadId, fileId: s.fileId, partNumber: 1, body: 'YWJj' });
-      await post(url, '/collections/upload/complete-upload', { file_id: s.file_id });
-      files.push(s.file_id);
+      const rec = await upload(jsonClient(url, KEY), Buffer.from('abc'), { name: `f${i}.txt`, file_type: 'document', folder_id: folder.folder_id });
+      files.push(rec.file_id);
     }
     for (const id of files) {
       await post(url, '/collections/file/update', { file_id: id, name: 'renamed-once.txt' });

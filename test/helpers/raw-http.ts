@@ -82,20 +82,6 @@ export function rawSocket(port: number, text: string, ms = 3000): Promise<string
   });
 }
 
-/** Polls until `check` holds (or throws its last failure). */
-export async function eventually(check: () => Promise<void>, ms = 3000): Promise<void> {
-  const until = Date.now() + ms;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (err) {
-      if (Date.now() > until) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
 /** An error answer in the contract's shape, whatever its status. */
 export function expectContractError(a: RawAnswer, status: number, where: string): void {
   expect(a.status, where).toBe(status);

@@ -2,13 +2,13 @@
  * A SigV4 presigned URL made by hand (AWS's "query string authentication"), so a test controls
  * every parameter it signs, X-Amz-Content-Sha256 and the response-* overrides among them.
  */
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { sha256 } from '../kit/hash.js';
 import type { S3Key } from './s3-api.js';
 
 /** RFC 3986 as SigV4 encodes: all but unreserved characters. */
 const encode = (text: string): string => encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 const hmac = (key: Buffer | string, text: string): Buffer => createHmac('sha256', key).update(text).digest();
-export const sha256Hex = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
 
 /**
  * `endpoint` is the S3 port's URL; `path` is "/bucket/key" unencoded; `query` is signed along
@@ -26,7 +26,7 @@ export function presign(endpoint: string, key: S3Key, method: string, path: stri
     .sort((a, b) => (a[0] === b[0] ? (a[1] < b[1] ? -1 : 1) : a[0] < b[0] ? -1 : 1)).map(([n, v]) => `${n}=${v}`).join('&');
   const uri = path.split('/').map(encode).join('/');
   const canonical = [method, uri, canonicalQuery, `host:${url.host}\n`, 'host', query['X-Amz-Content-Sha256'] ?? 'UNSIGNED-PAYLOAD'].join('\n');
-  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256Hex(canonical)].join('\n');
+  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256(canonical)].join('\n');
   const signingKey = hmac(hmac(hmac(hmac(`AWS4${key.secret}`, amzDate.slice(0, 8)), 'us-east-1'), 's3'), 'aws4_request');
   return `${url.origin}${uri}?${canonicalQuery}&X-Amz-Signature=${hmac(signingKey, toSign).toString('hex')}`;
 }

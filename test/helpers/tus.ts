@@ -2,16 +2,18 @@
  * A bare tus 1.0 client for the tests: one request per call over node:http, so a test controls
  * every header and how the body goes (whole, in slow pieces, or cut off), and sees every answer.
  */
-import { createHash } from 'node:crypto';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { rawRequest } from './raw-http.js';
 import { testS3Client } from './s3.js';
+import { sleep } from '../kit/poll.js';
+
+/** Kept for the tests that still import them from here. */
+export { sha256 } from '../kit/hash.js';
+export { sleep };
 
 export const MiB = 1024 * 1024;
-export const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export interface TusAnswer {
   status: number;

@@ -14,7 +14,7 @@ import { startLoggingEdge, type LoggingEdge } from '../helpers/logging-edge.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { CLI } from '../helpers/processes.js';
 import { rawSocket } from '../helpers/raw-http.js';
-import { sleep } from '../helpers/tus.js';
+import { sleep } from '../kit/index.js';
 
 // ================================================================ the edge's access log
 

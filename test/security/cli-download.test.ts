@@ -6,7 +6,7 @@
  * come from a hostile service, as a compromised or impersonated origin would send them.
  */
 import { spawn } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,10 +16,10 @@ import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CofferClient } from '../../src/sdk/index.js';
 import { CLI, spawnCoffer, stopAll } from '../helpers/processes.js';
+import { sha256 } from '../kit/index.js';
 
 const KEY = 'download-key-' + randomBytes(8).toString('hex');
 const SECRET = 'download-secret-' + randomBytes(8).toString('hex');
-const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 let root = '';
 let origin = '';

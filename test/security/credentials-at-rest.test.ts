@@ -4,16 +4,16 @@
  * (the SQLite file and its -wal and -shm, credentials.json, blobs, cached copies) 0600 or
  * narrower. A directory that already exists with a looser mode is left alone, with a warning.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnCoffer, stopAll } from '../helpers/processes.js';
+import { jsonClient, sha256, upload as uploadBytes } from '../kit/index.js';
 
 const KEY = 'at-rest-key-' + randomBytes(8).toString('hex');
 const SECRET = 'at-rest-secret-' + randomBytes(8).toString('hex');
-const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const mode = async (path: string): Promise<string> => ((await stat(path)).mode & 0o777).toString(8);
 
 const dirs: string[] = [];
@@ -44,16 +44,7 @@ async function modesUnder(dir: string): Promise<Record<string, string>> {
 }
 
 async function upload(url: string, bytes: Buffer, visibility: 'Public' | 'Private'): Promise<string> {
-  const post = async (path: string, body: unknown) => {
-    const res = await fetch(url + path, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const json = (await res.json()) as Record<string, string>;
-    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  };
-  const s = await post('/collections/upload/file', { name: 'r.bin', visibility, size: bytes.length, file_type: 'other' });
-  await post('/collections/upload/file-progress', { bucket: s.bucket, key: s.key, uploadId: s.uploadId, fileId: s.fileId, partNumber: 1, body: bytes.toString('base64') });
-  await post('/collections/upload/complete-upload', { file_id: s.fileId });
-  return s.fileId!;
+  return (await uploadBytes(jsonClient(url, KEY), bytes, { name: 'r.bin', visibility })).file_id;
 }
 
 describe('data at rest', () => {

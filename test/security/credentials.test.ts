@@ -3,7 +3,7 @@
  * application servers hold to sign links), generated on the first start beside the key,
  * kept in credentials.json (0600), and a list of them rotates. An edge without one does not start.
  */
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { spawnCoffer, stopAll } from '../helpers/processes.js';
+import { jsonClient, sha256, upload } from '../kit/index.js';
 
-const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 /** What edges used to present: HMAC-SHA256 of "coffer-edge" under the signing secret. */
 const derivedToken = (secret: string): string => createHmac('sha256', secret).update('coffer-edge').digest('base64url');
 
@@ -86,13 +86,8 @@ describe('the edge credential', () => {
     });
     const edgeUrl = await edge.ready;
     const bytes = randomBytes(3000);
-    const post = async (path: string, body: unknown) => (await fetch(url + path, {
-      method: 'POST', headers: { authorization: `Bearer ${stored.access_key}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
-    })).json() as Promise<Record<string, string>>;
-    const s = await post('/collections/upload/file', { name: 'a.bin', visibility: 'Public', size: bytes.length, file_type: 'other' });
-    await post('/collections/upload/file-progress', { bucket: s.bucket, key: s.key, uploadId: s.uploadId, fileId: s.fileId, partNumber: 1, body: bytes.toString('base64') });
-    await post('/collections/upload/complete-upload', { file_id: s.fileId });
-    const delivered = await fetch(`${edgeUrl}/files/${s.fileId}`);
+    const rec = await upload(jsonClient(url, stored.access_key!), bytes, { name: 'a.bin' });
+    const delivered = await fetch(`${edgeUrl}/files/${rec.file_id}`);
     expect(delivered.status).toBe(200);
     expect(sha256(Buffer.from(await delivered.arrayBuffer()))).toBe(sha256(bytes));
     await edge.stop();

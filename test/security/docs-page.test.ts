@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../helpers/api.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { expectContractError, rawRequest, rawSocket } from '../helpers/raw-http.js';
-import { sha256 } from '../helpers/tus.js';
+import { sha256 } from '../kit/index.js';
 
 // ================================================================ /openapi.json and /docs
 

@@ -14,9 +14,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEdge } from '../../src/edge/server.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { startTestEdge } from '../helpers/logging-edge.js';
+import { sleep } from '../kit/index.js';
 
 const SIZE = 40 * 1024 * 1024;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * An HTTP hop between an edge and its origin that can hold the bytes of files, and cut

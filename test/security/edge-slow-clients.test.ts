@@ -13,11 +13,11 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { spawnCoffer, type CofferProcess } from '../helpers/processes.js';
+import { sleep } from '../kit/index.js';
 
 const CLIENTS = 40;
 const SIZE = 24 * 1024 * 1024;
 const IDLE_MS = 1500;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 let o: TestOrigin;
 let edge: CofferProcess;

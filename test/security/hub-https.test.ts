@@ -5,7 +5,7 @@
  * never becomes ready.
  */
 import { execFileSync } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -15,11 +15,10 @@ import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { spawnCoffer, stopAll } from '../helpers/processes.js';
+import { sha256, sleep } from '../kit/index.js';
 
 const EDGE_TOKEN = 'https-edge-token-' + randomBytes(12).toString('hex');
 const LEASE_MS = 1000;
-const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** A TLS server that pipes each connection to the origin in the clear. */
 async function tlsProxy(key: Buffer, cert: Buffer, target: URL): Promise<{ port: number; handshakes: () => number; close(): Promise<void> }> {

@@ -16,8 +16,7 @@ import { connectionBudget, parseProcLimits } from '../../src/core/fd-budget.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { CLI } from '../helpers/processes.js';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+import { sleep } from '../kit/index.js';
 
 interface Flood {
   sockets: net.Socket[];

@@ -12,8 +12,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../helpers/api.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
-import { eventually, rawRequest, type RawAnswer } from '../helpers/raw-http.js';
-import { MiB, offsetOf, sha256, tusClient } from '../helpers/tus.js';
+import { rawRequest, type RawAnswer } from '../helpers/raw-http.js';
+import { MiB, offsetOf, tusClient } from '../helpers/tus.js';
+import { eventually, sha256 } from '../kit/index.js';
 import { tusStorage } from '../helpers/tus-origin.js';
 
 const CHUNK = 5 * MiB;
@@ -199,7 +200,7 @@ describe('an origin restarted with a body-first request in flight', () => {
       });
       socket.on('error', () => {});
       const tmp = join(storage.dataDir, 'blobs', 'tmp');
-      await eventually(async () => expect((await readdir(tmp)).length).toBeGreaterThan(0), 10_000);
+      await eventually(async () => expect((await readdir(tmp)).length).toBeGreaterThan(0), { timeoutMs: 10_000 });
       await first.proc.stop('SIGKILL');
       socket.destroy();
       expect((await readdir(tmp)).length).toBeGreaterThan(0);
@@ -280,7 +281,7 @@ describe('tus PATCH bytes in 1 MiB slabs', () => {
         const h = await c.head(loc);
         offset = offsetOf(h);
         expect(offset).toBe(stopAt);
-      }, 5000).catch(() => undefined);
+      }, { timeoutMs: 5000 }).catch(() => undefined);
       // Whatever was kept, it is a prefix that the next PATCH resumes from.
       expect(offset).toBeGreaterThanOrEqual(at);
       expect(offset).toBeLessThanOrEqual(stopAt);

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CreateBucketCommand, CreateMultipartUploadCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { expectS3Error, makeKey, s3Client, type S3Key } from '../helpers/s3-api.js';
-import { presign, sha256Hex } from '../helpers/s3-presign.js';
+import { presign } from '../helpers/s3-presign.js';
+import { sha256 } from '../kit/index.js';
 
 let o: TestOrigin;
 let owner: S3Key;
@@ -86,18 +87,18 @@ describe('a presigned payload hash binds the body (finding 7)', () => {
   const other = '<script>other bytes</script>';
 
   test('a header cannot replace the signed X-Amz-Content-Sha256; a body that does not match it is refused; nothing is written', async () => {
-    const url = link('PUT', 'bound.txt', { 'X-Amz-Content-Sha256': sha256Hex(signed) });
+    const url = link('PUT', 'bound.txt', { 'X-Amz-Content-Sha256': sha256(signed) });
     const swapped = await fetch(url, { method: 'PUT', body: other, headers: { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' } });
     expect(swapped.status).toBe(400);
     expect(await swapped.text()).toContain('<Code>InvalidArgument</Code>');
-    const otherHash = await fetch(url, { method: 'PUT', body: other, headers: { 'x-amz-content-sha256': sha256Hex(other) } });
+    const otherHash = await fetch(url, { method: 'PUT', body: other, headers: { 'x-amz-content-sha256': sha256(other) } });
     expect(otherHash.status).toBe(400);
     const mismatch = await fetch(url, { method: 'PUT', body: other });
     expect(mismatch.status).toBe(400);
     expect(await mismatch.text()).toContain('<Code>XAmzContentSHA256Mismatch</Code>');
     await expectS3Error(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'bound.txt' })), 404, 'NotFound');
     // The body it was signed for goes in, with or without the header repeating the hash.
-    expect((await fetch(url, { method: 'PUT', body: signed, headers: { 'x-amz-content-sha256': sha256Hex(signed) } })).status).toBe(200);
+    expect((await fetch(url, { method: 'PUT', body: signed, headers: { 'x-amz-content-sha256': sha256(signed) } })).status).toBe(200);
     expect((await fetch(url, { method: 'PUT', body: signed })).status).toBe(200);
     expect((await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'bound.txt' }))).ContentLength).toBe(signed.length);
   });

@@ -7,16 +7,7 @@ import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Background, type BackgroundTask } from '../../src/service/background.js';
 import { watchUnhandledRejections } from '../../src/metrics/unhandled.js';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function until(check: () => boolean, ms = 2000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await sleep(5);
-  }
-}
+import { sleep, waitFor } from '../kit/index.js';
 
 describe('Background', () => {
   const escaped: unknown[] = [];
@@ -48,7 +39,7 @@ describe('Background', () => {
     expect(failures).toHaveLength(1);
     expect(failures[0]!.task).toBe('trash');
     expect((failures[0]!.err as Error).message).toBe('the store is down');
-    await until(() => attempts.length >= 4);
+    await waitFor(() => attempts.length >= 4, { timeoutMs: 2000, intervalMs: 5 });
     expect(runner.failuresInARow('trash')).toBeGreaterThanOrEqual(3);
     // 20, 40, then 80 ms (the most): timers never fire early, allowing a millisecond of rounding.
     const gaps = attempts.slice(1, 4).map((t, i) => t - attempts[i]!);
@@ -56,7 +47,7 @@ describe('Background', () => {
     expect(gaps[1]!).toBeGreaterThanOrEqual(39);
     expect(gaps[2]!).toBeGreaterThanOrEqual(79);
     healthy = true;
-    await until(() => runner.failuresInARow('trash') === 0, 3000);
+    await waitFor(() => runner.failuresInARow('trash') === 0, { timeoutMs: 3000, intervalMs: 5 });
     const settled = attempts.length;
     await sleep(200);
     expect(attempts).toHaveLength(settled);

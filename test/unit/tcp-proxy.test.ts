@@ -8,8 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+import { sleep } from '../kit/index.js';
 
 let server: Server | null = null;
 let proxy: TcpProxy | null = null;

@@ -17,6 +17,7 @@ import {
 } from "./common.js";
 import { CofferHttp } from "./upload/flows.js";
 import { cofferLine, cofferTusLine, ddLine, tusLine, type Line, type Source, type Timing } from "./upload/lines.js";
+import { settle } from "./upload/cpu.js";
 import { COFFER_KINDS, USAGE, parseOptions, type Options } from "./upload/options.js";
 import { kbToMB, lineResult, renderSummary, summarize, type MemoryResult } from "./upload/report.js";
 import { startOrigin, stopPostgres, type Origin } from "./upload/storage.js";
@@ -109,7 +110,11 @@ async function run(opts: Options): Promise<number> {
       sampler.current = l;
       const timing = await bounded(what, opts.timeoutMs, children, (signal) => l.run(signal));
       sampler.current = null;
+      const closed = l.server?.cpuMs() ?? null;
       await bounded(`${what}: cleanup`, opts.timeoutMs, children, (signal) => l.cleanup(signal));
+      // What the cleanup set off (emptying the trash) is not counted in the next round on this server.
+      const after = await settle(l.server, closed);
+      if (after !== null && after > 0) log(`  ${what}: ${after} ms of the server's CPU after the round (untimed: the check, the cleanup and what it set off)`);
       return timing;
     };
     for (let round = 1; round <= opts.warmup; round++) {

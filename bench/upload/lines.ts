@@ -4,6 +4,7 @@
 
 import { performance } from "node:perf_hooks";
 import type { Child } from "../common.js";
+import { CpuWindow, type CpuSplit } from "./cpu.js";
 import { cofferUpload, fileSha256, type CofferHttp, type PartForm } from "./flows.js";
 import type { Kind, Storage } from "./options.js";
 import { ddCommand, ddSeconds } from "./physical.js";
@@ -15,10 +16,8 @@ export interface Source {
   sha256: string;
 }
 
-export interface Timing {
+export interface Timing extends CpuSplit {
   ms: number;
-  clientCpuMs: number;
-  serverCpuMs: number | null;
 }
 
 export interface Line {
@@ -33,16 +32,15 @@ export interface Line {
   cleanup(signal: AbortSignal): Promise<void>;
 }
 
-/** Times `fn` (wall, this process's CPU, the server's CPU); what follows it is untimed. */
-async function timed<T>(server: Child | null, fn: () => Promise<T>): Promise<{ value: T; timing: Timing }> {
-  const server0 = server?.cpuMs() ?? null;
-  const client0 = process.cpuUsage();
+const noHelpers = (): number => 0;
+
+/** Times `fn` (wall, and the CPU of this process, the server, its helpers and the rest); what follows it is untimed. */
+async function timed<T>(server: Child | null, helpers: () => number | null, fn: () => Promise<T>): Promise<{ value: T; timing: Timing }> {
+  const cpu = new CpuWindow(server, helpers);
   const t0 = performance.now();
   const value = await fn();
   const ms = performance.now() - t0;
-  const c = process.cpuUsage(client0);
-  const server1 = server?.cpuMs() ?? null;
-  return { value, timing: { ms, clientCpuMs: (c.user + c.system) / 1000, serverCpuMs: server0 === null || server1 === null ? null : server1 - server0 } };
+  return { value, timing: { ms, ...cpu.split() } };
 }
 
 const LABELS: Record<PartForm, string> = {
@@ -57,7 +55,7 @@ export function cofferLine(kind: PartForm, origin: Origin, client: CofferHttp, s
   return {
     kind, storage: origin.storage, label: `Coffer ${LABELS[kind]}, ${concurrency} in flight`, server: origin.child, skipped: null,
     async run(signal) {
-      const { value, timing } = await timed(origin.child, () => cofferUpload(client, kind, source.data, source.sha256, concurrency, signal));
+      const { value, timing } = await timed(origin.child, origin.helpersCpuMs, () => cofferUpload(client, kind, source.data, source.sha256, concurrency, signal));
       last = value;
       return timing;
     },
@@ -75,7 +73,7 @@ export function cofferTusLine(origin: Origin, client: CofferHttp, source: Source
     kind: "coffer-tus", storage: origin.storage, label: "Coffer /tus, tus-js-client, one PATCH", server: origin.child,
     skipped: available ? null : "the origin does not answer OPTIONS /tus with Tus-Resumable (no tus endpoint in this build)",
     async run(signal) {
-      const { value: url, timing } = await timed(origin.child, () => tusUpload(`${origin.url}/tus`, source.data, signal, {
+      const { value: url, timing } = await timed(origin.child, origin.helpersCpuMs, () => tusUpload(`${origin.url}/tus`, source.data, signal, {
         headers: { Authorization: `Bearer ${origin.accessKey}` }, metadata: { visibility: "Private" },
       }));
       last = new URL(url).pathname.split("/").filter(Boolean).pop() ?? null;
@@ -96,7 +94,7 @@ export function tusLine(server: Child, endpoint: string, dataDir: string, source
   return {
     kind: "tus", storage: null, label: "@tus/server (file store), tus-js-client, one PATCH", server, skipped: null,
     async run(signal) {
-      const { value: url, timing } = await timed(server, () => tusUpload(endpoint, source.data, signal));
+      const { value: url, timing } = await timed(server, noHelpers, () => tusUpload(endpoint, source.data, signal));
       const stored = await sha256File(tusStoredFile(dataDir, url));
       if (stored !== source.sha256) throw new Error(`SHA-256 MISMATCH: @tus/server stored ${stored}, the source is ${source.sha256}`);
       return timing;
@@ -111,7 +109,7 @@ export function ddLine(dir: string, sizeMiB: number, timeoutMs: number): Line {
     kind: "dd", storage: null, label: ddCommand(sizeMiB), server: null, skipped: null,
     async run() {
       const seconds = await ddSeconds(dir, sizeMiB, timeoutMs);
-      return { ms: seconds * 1000, clientCpuMs: 0, serverCpuMs: null };
+      return { ms: seconds * 1000, clientMs: 0, serverMs: null, helpersMs: null, otherMs: null };
     },
     async cleanup() {},
   };

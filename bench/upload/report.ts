@@ -1,6 +1,7 @@
 // Results of the upload benchmark: medians, ratios to @tus/server and to dd, the targets of
-// issue 11 (on the embedded configuration; s3rver is a functional stand-in, so the
-// postgres-s3 lines get figures and ratios but no target), and the table.
+// issue 11 and the CPU goals of issue 25 (on the embedded configuration; s3rver is a
+// functional stand-in, so the postgres-s3 lines get figures and ratios but no target), and
+// the tables.
 
 import { MB, MiB, fmt, median, renderTable, round2, verdict } from "../common.js";
 import type { Line, Timing } from "./lines.js";
@@ -8,7 +9,10 @@ import type { Kind, Options, Storage } from "./options.js";
 
 /** Goals per line kind, as a ratio to @tus/server. */
 export const RATIO_TARGETS: Partial<Record<Kind, number>> = { "json-first": 0.9, "json-last": 0.9, raw: 1.2, "coffer-tus": 1.0 };
+/** Goals per line kind for the server's CPU per GiB, as a ratio to @tus/server's (at most). */
+export const CPU_TARGETS: Partial<Record<Kind, number>> = { "json-first": 2, "json-last": 2, raw: 1.5, "coffer-tus": 1.5 };
 export const IDLE_RSS_TARGET_MB = 80;
+const GiB = 1024 * MiB;
 export const PEAK_RSS_TARGET_MB = 150;
 
 export interface LineResult {
@@ -17,8 +21,21 @@ export interface LineResult {
   label: string;
   skipped: string | null;
   roundsMiBps: number[];
+  /** Per round, ms: this process, the server, what it stores into (postgres-s3), every other process. */
   clientCpuMs: number[];
   serverCpuMs: number[];
+  helpersCpuMs: number[];
+  otherCpuMs: number[];
+  /** Medians of the rounds, CPU seconds per GiB uploaded. */
+  clientCpuPerGiB: number | null;
+  serverCpuPerGiB: number | null;
+  helpersCpuPerGiB: number | null;
+  /** The server's CPU per GiB of each round. */
+  roundsServerCpuPerGiB: number[];
+  /** Median of the rounds' CPU of every other process divided by the round's time: cores busy elsewhere. */
+  otherCores: number | null;
+  cpuRatioToTus: number | null;
+  cpuTarget: { max: number; pass: boolean | null } | null;
   /** The highest VmRSS of its server sampled while this line ran (MB). */
   serverRssMB: number | null;
   medianMiBps: number | null;
@@ -49,13 +66,25 @@ export interface Summary {
 
 export const kbToMB = (kb: number | null): number | null => (kb === null ? null : (kb * 1024) / MB);
 
+const present = (xs: Array<number | null>): number[] => xs.flatMap((x) => (x === null ? [] : [Math.round(x)]));
+const perGiB = (ms: number | null, bytes: number): number | null => (ms === null ? null : Math.round(((ms / 1000) * GiB / bytes) * 1000) / 1000);
+
 export function lineResult(line: Line, timings: Timing[], bytes: number, serverRssMB: number | null): LineResult {
   const mibps = timings.map((t) => round2(bytes / MiB / (t.ms / 1000))!);
+  const serverCpuMs = present(timings.map((t) => t.serverMs));
+  const helpersCpuMs = present(timings.map((t) => t.helpersMs));
+  const clientCpuMs = present(timings.map((t) => t.clientMs));
+  const cpuLine = line.kind !== "dd";
   return {
     kind: line.kind, storage: line.storage, label: line.label, skipped: line.skipped,
     roundsMiBps: mibps,
-    clientCpuMs: timings.map((t) => Math.round(t.clientCpuMs)),
-    serverCpuMs: timings.flatMap((t) => (t.serverCpuMs === null ? [] : [Math.round(t.serverCpuMs)])),
+    clientCpuMs, serverCpuMs, helpersCpuMs, otherCpuMs: present(timings.map((t) => t.otherMs)),
+    clientCpuPerGiB: cpuLine ? perGiB(median(clientCpuMs), bytes) : null,
+    serverCpuPerGiB: perGiB(median(serverCpuMs), bytes),
+    helpersCpuPerGiB: line.storage === "postgres-s3" ? perGiB(median(helpersCpuMs), bytes) : null,
+    roundsServerCpuPerGiB: serverCpuMs.map((ms) => perGiB(ms, bytes)!),
+    otherCores: round2(median(timings.flatMap((t) => (t.otherMs === null || t.ms <= 0 ? [] : [t.otherMs / t.ms])))),
+    cpuRatioToTus: null, cpuTarget: null,
     serverRssMB: round2(serverRssMB),
     medianMiBps: round2(median(mibps)),
     ratioToTus: null, ratioToDd: null, target: null,
@@ -66,12 +95,16 @@ export function lineResult(line: Line, timings: Timing[], bytes: number, serverR
 export function summarize(opts: Options, lines: LineResult[], memory: MemoryResult[], tusPeakMB: number | null): Summary {
   const tus = lines.find((l) => l.kind === "tus")?.medianMiBps ?? null;
   const dd = lines.find((l) => l.kind === "dd")?.medianMiBps ?? null;
+  const tusCpu = lines.find((l) => l.kind === "tus")?.serverCpuPerGiB ?? null;
   for (const l of lines) {
     if (l.medianMiBps === null) continue;
     if (tus !== null && tus > 0 && l.kind !== "dd") l.ratioToTus = round2(l.medianMiBps / tus);
     if (dd !== null && dd > 0 && l.kind !== "dd") l.ratioToDd = round2(l.medianMiBps / dd);
     const min = RATIO_TARGETS[l.kind];
     if (min !== undefined && l.storage === "embedded") l.target = { min, pass: l.ratioToTus === null ? null : l.ratioToTus >= min };
+    if (tusCpu !== null && tusCpu > 0 && l.serverCpuPerGiB !== null) l.cpuRatioToTus = round2(l.serverCpuPerGiB / tusCpu);
+    const max = CPU_TARGETS[l.kind];
+    if (max !== undefined && l.storage === "embedded") l.cpuTarget = { max, pass: l.cpuRatioToTus === null ? null : l.cpuRatioToTus <= max };
   }
   for (const m of memory) {
     if (m.storage !== "embedded") continue;
@@ -84,27 +117,25 @@ export function summarize(opts: Options, lines: LineResult[], memory: MemoryResu
   };
 }
 
-const seconds = (xs: number[]): string => fmt(median(xs) === null ? null : median(xs)! / 1000, 2);
-
 export function renderSummary(s: Summary): string {
   const out: string[] = [""];
   out.push(`upload benchmark${s.label ? ` [${s.label}]` : ""}: ${s.sizeMiB} MiB, ${s.rounds} round(s) per line, node ${s.node}`);
-  const rows: string[][] = [["line", "storage", "MiB/s", "x tus", "x dd", "cpu client/server", "server RSS", "target", "rounds (MiB/s)"]];
+  const rows: string[][] = [["line", "storage", "MiB/s", "x tus", "x dd", "server RSS", "target", "rounds (MiB/s)"]];
   for (const l of s.lines) {
     if (l.skipped) {
-      rows.push([l.label, l.storage ?? "-", "skipped", "", "", "", "", l.skipped, ""]);
+      rows.push([l.label, l.storage ?? "-", "skipped", "", "", "", l.skipped, ""]);
       continue;
     }
     const target = l.target ? `>= ${l.target.min.toFixed(2)} x tus ${verdict(l.target.pass)}` : l.kind === "tus" ? "(reference)" : l.kind === "dd" ? "(the disk)" : "none (s3rver is a stand-in)";
     rows.push([
       l.label, l.storage ?? "-", fmt(l.medianMiBps), l.kind === "tus" ? "1.00" : fmt(l.ratioToTus, 2), l.kind === "dd" ? "1.00" : fmt(l.ratioToDd, 2),
-      l.kind === "dd" ? "-" : `${seconds(l.clientCpuMs)} / ${seconds(l.serverCpuMs)} s`, l.serverRssMB === null ? "-" : `${fmt(l.serverRssMB)} MB`, target,
-      l.roundsMiBps.map((x) => x.toFixed(0)).join(" "),
+      l.serverRssMB === null ? "-" : `${fmt(l.serverRssMB)} MB`, target, l.roundsMiBps.map((x) => x.toFixed(0)).join(" "),
     ]);
   }
   out.push(...renderTable(rows, 2));
-  out.push("(MiB/s: median of the rounds, 1 MiB = 2^20 bytes; x tus, x dd: ratio of the medians; cpu: median seconds per upload of this process / the server;");
-  out.push(" server RSS: its highest VmRSS sampled while the line ran)");
+  out.push("(MiB/s: median of the rounds, 1 MiB = 2^20 bytes; x tus, x dd: ratio of the medians; server RSS: its highest VmRSS sampled while the line ran)");
+  out.push("");
+  out.push(...renderCpu(s.lines));
   out.push("");
   for (const m of s.memory) {
     const idle = `${fmt(m.idleMB)} MB${m.idleTarget ? ` (< ${m.idleTarget.max} MB ${verdict(m.idleTarget.pass)})` : ""}`;
@@ -114,4 +145,24 @@ export function renderSummary(s: Summary): string {
   if (s.tusPeakMB !== null) out.push(`@tus/server RSS: peak ${fmt(s.tusPeakMB)} MB`);
   out.push("(RSS in MB, 1 MB = 10^6 bytes; idle: VmRSS 1 s after start; peak: the larger of VmHWM at the end and VmRSS sampled every 50 ms)");
   return out.join("\n");
+}
+
+/** The CPU table: seconds per GiB of the client and the server, the server's ratio to @tus/server's and the goal. */
+function renderCpu(lines: LineResult[]): string[] {
+  const rows: string[][] = [["line", "storage", "client", "server", "x tus", "goal", "+ PG, s3rver", "others", "rounds (server)"]];
+  for (const l of lines) {
+    if (l.skipped || l.kind === "dd") continue;
+    const goal = l.cpuTarget ? `<= ${l.cpuTarget.max.toFixed(2)} x tus ${verdict(l.cpuTarget.pass)}` : l.kind === "tus" ? "(reference)" : "none";
+    rows.push([
+      l.label, l.storage ?? "-", fmt(l.clientCpuPerGiB, 2), fmt(l.serverCpuPerGiB, 2), l.kind === "tus" ? "1.00" : fmt(l.cpuRatioToTus, 2), goal,
+      l.helpersCpuPerGiB === null ? "-" : fmt(l.helpersCpuPerGiB, 2), fmt(l.otherCores, 2), l.roundsServerCpuPerGiB.map((x) => x.toFixed(2)).join(" "),
+    ]);
+  }
+  return [
+    "CPU seconds per GiB uploaded (user + system, all threads, from /proc; median of the rounds):",
+    ...renderTable(rows, 2),
+    "(client: this process; server: the origin or @tus/server, each its own process; x tus: ratio to @tus/server's median;",
+    " + PG, s3rver: what the postgres-s3 origin stores into, beside its own figure; others: cores kept busy by every other",
+    " process of the machine during the line's rounds (median): figures of rounds on a busy machine are higher, see bench/README.md)",
+  ];
 }

@@ -8,6 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createDatabaseOn, launchCluster, type ClusterHandle } from "../../test/helpers/postgres.js";
 import { Child, REPO_ROOT, log, onExit, sleep, watchDir, watchPid } from "../common.js";
+import { treeCpuMs } from "./cpu.js";
 import type { Storage } from "./options.js";
 
 /** The credentials s3rver accepts (S3RVER_CREDENTIALS in test/helpers/s3.ts). */
@@ -21,6 +22,8 @@ export interface Origin {
   dataDir: string;
   /** VmRSS once started and settled, before any upload. */
   idleRssKb: number | null;
+  /** CPU ms so far of what the origin stores into (PostgreSQL and s3rver on postgres-s3, nothing embedded). */
+  helpersCpuMs: () => number | null;
 }
 
 let cluster: ClusterHandle | null = null;
@@ -84,11 +87,18 @@ export async function startOrigin(
 ): Promise<{ origin: Origin; helpers: Child[] }> {
   if (!fs.existsSync(opts.entry)) throw new Error(`Coffer entry point ${opts.entry} does not exist; run \`npm run build\` first`);
   const helpers: Child[] = [];
+  let helpersCpuMs = (): number | null => 0;
   let storageEnv: Record<string, string> = {};
   if (storage === "postgres-s3") {
     const infra = await startPostgresS3(opts.workDir, opts.timeoutMs);
     helpers.push(infra.s3);
     storageEnv = infra.env;
+    const s3 = infra.s3;
+    helpersCpuMs = () => {
+      const s3Ms = treeCpuMs(s3.pid);
+      const pgMs = postmaster === null ? null : treeCpuMs(postmaster);
+      return s3Ms === null || pgMs === null ? null : s3Ms + pgMs;
+    };
   }
   const dataDir = path.join(opts.workDir, `coffer-${storage}`);
   fs.mkdirSync(dataDir, { recursive: true });
@@ -106,5 +116,5 @@ export async function startOrigin(
   await sleep(1000);
   const idleRssKb = child.statusKb("VmRSS");
   log(`coffer ${storage}: pid ${child.pid}, ${match}, idle RSS ${idleRssKb === null ? "?" : ((idleRssKb * 1024) / 1e6).toFixed(1)} MB`);
-  return { origin: { storage, child, url: match, accessKey: env.COFFER_ACCESS_KEY ?? accessKey, dataDir, idleRssKb }, helpers };
+  return { origin: { storage, child, url: match, accessKey: env.COFFER_ACCESS_KEY ?? accessKey, dataDir, idleRssKb, helpersCpuMs }, helpers };
 }

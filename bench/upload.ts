@@ -18,12 +18,14 @@ import {
 import { CofferHttp } from "./upload/flows.js";
 import { cofferLine, cofferTusLine, ddLine, tusLine, type Line, type Source, type Timing } from "./upload/lines.js";
 import { settle } from "./upload/cpu.js";
-import { COFFER_KINDS, USAGE, parseOptions, type Options } from "./upload/options.js";
+import { COFFER_KINDS, USAGE, buildName, parseOptions, type Options } from "./upload/options.js";
 import { kbToMB, lineResult, renderSummary, summarize, type MemoryResult } from "./upload/report.js";
 import { startOrigin, stopPostgres, type Origin } from "./upload/storage.js";
 import { hasTus, startTusServer } from "./upload/tus.js";
 
 const RSS_SAMPLE_MS = 50;
+
+const where = (l: Line): string => `${l.label}${l.storage ? ` (${l.storage}${l.build ? `, ${l.build}` : ""})` : ""}`;
 
 /**
  * Samples the servers' VmRSS every 50 ms until stopped: the highest seen per process, and
@@ -85,20 +87,29 @@ async function run(opts: Options): Promise<number> {
       lines.push(tusLine(tus.child, tus.endpoint, tusDir, source));
     }
     if (opts.kinds.some((k) => COFFER_KINDS.includes(k))) {
+      const builds = [opts.cofferEntry, ...opts.compareEntries];
       for (const storage of opts.storage) {
-        const { origin, helpers } = await startOrigin(storage, { workDir, entry: opts.cofferEntry, envCoffer: opts.envCoffer, timeoutMs: opts.timeoutMs });
-        children.push(...helpers, origin.child);
-        origins.push(origin);
-        const client = new CofferHttp(origin.url, origin.accessKey, opts.concurrency);
-        clients.push(client);
+        // Other builds run beside the first on the embedded configuration only (one PostgreSQL and s3rver per run).
+        const here: Array<{ origin: Origin; client: CofferHttp }> = [];
+        for (const entry of storage === "embedded" ? builds : builds.slice(0, 1)) {
+          const build = builds.length > 1 ? buildName(entry) : null;
+          const { origin, helpers } = await startOrigin(storage, { workDir, entry, build, envCoffer: opts.envCoffer, timeoutMs: opts.timeoutMs });
+          children.push(...helpers, origin.child);
+          origins.push(origin);
+          const client = new CofferHttp(origin.url, origin.accessKey, opts.concurrency);
+          clients.push(client);
+          here.push({ origin, client });
+        }
+        // Each line's builds next to each other, in the tables and in the rounds.
         for (const kind of ["json-first", "json-last", "raw"] as const) {
-          if (opts.kinds.includes(kind)) lines.push(cofferLine(kind, origin, client, source, opts.concurrency));
+          if (opts.kinds.includes(kind)) for (const { origin, client } of here) lines.push(cofferLine(kind, origin, client, source, opts.concurrency));
         }
         if (opts.kinds.includes("coffer-tus")) {
-          const available = await hasTus(origin.url);
-          const line = cofferTusLine(origin, client, source, available);
-          if (line.skipped) log(`note: "${line.label}" on ${storage} is skipped: ${line.skipped}`);
-          lines.push(line);
+          for (const { origin, client } of here) {
+            const line = cofferTusLine(origin, client, source, await hasTus(origin.url));
+            if (line.skipped) log(`note: "${line.label}" on ${storage}${origin.build ? ` (${origin.build})` : ""} is skipped: ${line.skipped}`);
+            lines.push(line);
+          }
         }
       }
     }
@@ -119,7 +130,7 @@ async function run(opts: Options): Promise<number> {
     };
     for (let round = 1; round <= opts.warmup; round++) {
       for (const l of live) {
-        log(`warm-up ${round}/${opts.warmup}: ${l.label}${l.storage ? ` (${l.storage})` : ""}`);
+        log(`warm-up ${round}/${opts.warmup}: ${where(l)}`);
         await oneRound(l, `${l.kind} warm-up ${round}`);
       }
     }
@@ -131,14 +142,14 @@ async function run(opts: Options): Promise<number> {
         const t = await oneRound(l, `${l.kind} round ${round}`);
         timings.get(l)!.push(t);
         const bytes = l.kind === "dd" ? Math.ceil(opts.sizeMiB) * MiB : opts.bytes;
-        log(`round ${round}/${opts.rounds}  ${(bytes / MiB / (t.ms / 1000)).toFixed(1).padStart(7)} MiB/s  ${l.label}${l.storage ? ` (${l.storage})` : ""}`);
+        log(`round ${round}/${opts.rounds}  ${(bytes / MiB / (t.ms / 1000)).toFixed(1).padStart(7)} MiB/s  ${where(l)}`);
       }
     }
     sampler.stop();
 
     const results = lines.map((l) => lineResult(l, timings.get(l) ?? [], l.kind === "dd" ? Math.ceil(opts.sizeMiB) * MiB : opts.bytes, kbToMB(sampler.byLine.get(l) ?? null)));
     const memory: MemoryResult[] = origins.map((o) => ({
-      storage: o.storage, idleMB: kbToMB(o.idleRssKb), peakMB: peakMB(o.child, sampler.byChild.get(o.child) ?? null), idleTarget: null, peakTarget: null,
+      storage: o.storage, build: o.build, idleMB: kbToMB(o.idleRssKb), peakMB: peakMB(o.child, sampler.byChild.get(o.child) ?? null), idleTarget: null, peakTarget: null,
     }));
     const summary = summarize(opts, results, memory, tusChild ? peakMB(tusChild, sampler.byChild.get(tusChild) ?? null) : null);
     const table = renderSummary(summary);

@@ -23,6 +23,8 @@ export interface Timing extends CpuSplit {
 export interface Line {
   kind: Kind;
   storage: Storage | null;
+  /** The Coffer build, when several run side by side. */
+  build: string | null;
   label: string;
   /** The process that serves it, for its CPU and memory; none for dd. */
   server: Child | null;
@@ -53,7 +55,7 @@ const LABELS: Record<PartForm, string> = {
 export function cofferLine(kind: PartForm, origin: Origin, client: CofferHttp, source: Source, concurrency: number): Line {
   let last: string | null = null;
   return {
-    kind, storage: origin.storage, label: `Coffer ${LABELS[kind]}, ${concurrency} in flight`, server: origin.child, skipped: null,
+    kind, storage: origin.storage, build: origin.build, label: `Coffer ${LABELS[kind]}, ${concurrency} in flight`, server: origin.child, skipped: null,
     async run(signal) {
       const { value, timing } = await timed(origin.child, origin.helpersCpuMs, () => cofferUpload(client, kind, source.data, source.sha256, concurrency, signal));
       last = value;
@@ -70,7 +72,7 @@ export function cofferLine(kind: PartForm, origin: Origin, client: CofferHttp, s
 export function cofferTusLine(origin: Origin, client: CofferHttp, source: Source, available: boolean): Line {
   let last: string | null = null;
   return {
-    kind: "coffer-tus", storage: origin.storage, label: "Coffer /tus, tus-js-client, one PATCH", server: origin.child,
+    kind: "coffer-tus", storage: origin.storage, build: origin.build, label: "Coffer /tus, tus-js-client, one PATCH", server: origin.child,
     skipped: available ? null : "the origin does not answer OPTIONS /tus with Tus-Resumable (no tus endpoint in this build)",
     async run(signal) {
       const { value: url, timing } = await timed(origin.child, origin.helpersCpuMs, () => tusUpload(`${origin.url}/tus`, source.data, signal, {
@@ -92,7 +94,7 @@ export function cofferTusLine(origin: Origin, client: CofferHttp, source: Source
 /** The reference: @tus/server with its file store. */
 export function tusLine(server: Child, endpoint: string, dataDir: string, source: Source): Line {
   return {
-    kind: "tus", storage: null, label: "@tus/server (file store), tus-js-client, one PATCH", server, skipped: null,
+    kind: "tus", storage: null, build: null, label: "@tus/server (file store), tus-js-client, one PATCH", server, skipped: null,
     async run(signal) {
       const { value: url, timing } = await timed(server, noHelpers, () => tusUpload(endpoint, source.data, signal));
       const stored = await sha256File(tusStoredFile(dataDir, url));
@@ -106,7 +108,7 @@ export function tusLine(server: Child, endpoint: string, dataDir: string, source
 /** The disk's own line: the same bytes written by dd and flushed. */
 export function ddLine(dir: string, sizeMiB: number, timeoutMs: number): Line {
   return {
-    kind: "dd", storage: null, label: ddCommand(sizeMiB), server: null, skipped: null,
+    kind: "dd", storage: null, build: null, label: ddCommand(sizeMiB), server: null, skipped: null,
     async run() {
       const seconds = await ddSeconds(dir, sizeMiB, timeoutMs);
       return { ms: seconds * 1000, clientMs: 0, serverMs: null, helpersMs: null, otherMs: null };

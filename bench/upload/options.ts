@@ -26,6 +26,8 @@ export interface Options {
   envCoffer: Record<string, string>;
   timeoutMs: number;
   cofferEntry: string;
+  /** Other builds whose origins run the same Coffer lines in the same rounds (embedded only). */
+  compareEntries: string[];
   tmpBase: string;
   keepData: boolean;
 }
@@ -48,6 +50,8 @@ Options:
   --env-coffer K=V      extra environment for every Coffer origin (repeatable)
   --timeout SECONDS     limit per round (default 120)
   --coffer-entry PATH   Coffer CLI entry point (default dist/cli/main.js)
+  --compare-entry PATH  another build's CLI entry point (repeatable): its embedded origin runs the
+                        same Coffer lines in the same rounds, named by the directory holding its dist/
   --tmp-dir DIR         where data directories go: the disk under test (default OS tmp)
   --keep-data           keep the data directories
   --json                JSON summary on stdout (the table goes to stderr)
@@ -85,6 +89,7 @@ export function parseOptions(argv: string[]): Options | null {
       "env-coffer": { type: "string", multiple: true },
       timeout: { type: "string" },
       "coffer-entry": { type: "string" },
+      "compare-entry": { type: "string", multiple: true },
       "tmp-dir": { type: "string" },
       "keep-data": { type: "boolean" },
       help: { type: "boolean", short: "h" },
@@ -109,7 +114,11 @@ export function parseOptions(argv: string[]): Options | null {
     envCoffer: parseEnvPairs(values["env-coffer"], "--env-coffer"),
     timeoutMs: positiveNumber(values.timeout, 120, "--timeout") * 1000,
     cofferEntry: path.resolve(values["coffer-entry"] ?? DEFAULT_ENTRY),
+    compareEntries: (values["compare-entry"] ?? []).map((e) => path.resolve(e)),
     tmpBase: path.resolve(values["tmp-dir"] ?? os.tmpdir()),
     keepData: values["keep-data"] ?? false,
   };
 }
+
+/** A build's name in the tables: the directory holding its dist/ (/tmp/base/dist/cli/main.js is "base"). */
+export const buildName = (entry: string): string => path.basename(path.resolve(path.dirname(entry), "..", ".."));

@@ -18,6 +18,7 @@ export const PEAK_RSS_TARGET_MB = 150;
 export interface LineResult {
   kind: Kind;
   storage: Storage | null;
+  build: string | null;
   label: string;
   skipped: string | null;
   roundsMiBps: number[];
@@ -46,6 +47,7 @@ export interface LineResult {
 
 export interface MemoryResult {
   storage: Storage;
+  build: string | null;
   idleMB: number | null;
   peakMB: number | null;
   idleTarget: { max: number; pass: boolean | null } | null;
@@ -76,7 +78,7 @@ export function lineResult(line: Line, timings: Timing[], bytes: number, serverR
   const clientCpuMs = present(timings.map((t) => t.clientMs));
   const cpuLine = line.kind !== "dd";
   return {
-    kind: line.kind, storage: line.storage, label: line.label, skipped: line.skipped,
+    kind: line.kind, storage: line.storage, build: line.build, label: line.label, skipped: line.skipped,
     roundsMiBps: mibps,
     clientCpuMs, serverCpuMs, helpersCpuMs, otherCpuMs: present(timings.map((t) => t.otherMs)),
     clientCpuPerGiB: cpuLine ? perGiB(median(clientCpuMs), bytes) : null,
@@ -117,18 +119,21 @@ export function summarize(opts: Options, lines: LineResult[], memory: MemoryResu
   };
 }
 
+/** The storage column: the configuration, and the build when several run side by side. */
+const place = (l: LineResult): string => (l.storage === null ? "-" : l.build === null ? l.storage : `${l.storage}, ${l.build}`);
+
 export function renderSummary(s: Summary): string {
   const out: string[] = [""];
   out.push(`upload benchmark${s.label ? ` [${s.label}]` : ""}: ${s.sizeMiB} MiB, ${s.rounds} round(s) per line, node ${s.node}`);
   const rows: string[][] = [["line", "storage", "MiB/s", "x tus", "x dd", "server RSS", "target", "rounds (MiB/s)"]];
   for (const l of s.lines) {
     if (l.skipped) {
-      rows.push([l.label, l.storage ?? "-", "skipped", "", "", "", l.skipped, ""]);
+      rows.push([l.label, place(l), "skipped", "", "", "", l.skipped, ""]);
       continue;
     }
     const target = l.target ? `>= ${l.target.min.toFixed(2)} x tus ${verdict(l.target.pass)}` : l.kind === "tus" ? "(reference)" : l.kind === "dd" ? "(the disk)" : "none (s3rver is a stand-in)";
     rows.push([
-      l.label, l.storage ?? "-", fmt(l.medianMiBps), l.kind === "tus" ? "1.00" : fmt(l.ratioToTus, 2), l.kind === "dd" ? "1.00" : fmt(l.ratioToDd, 2),
+      l.label, place(l), fmt(l.medianMiBps), l.kind === "tus" ? "1.00" : fmt(l.ratioToTus, 2), l.kind === "dd" ? "1.00" : fmt(l.ratioToDd, 2),
       l.serverRssMB === null ? "-" : `${fmt(l.serverRssMB)} MB`, target, l.roundsMiBps.map((x) => x.toFixed(0)).join(" "),
     ]);
   }
@@ -140,7 +145,7 @@ export function renderSummary(s: Summary): string {
   for (const m of s.memory) {
     const idle = `${fmt(m.idleMB)} MB${m.idleTarget ? ` (< ${m.idleTarget.max} MB ${verdict(m.idleTarget.pass)})` : ""}`;
     const peak = `${fmt(m.peakMB)} MB${m.peakTarget ? ` (< ${m.peakTarget.max} MB ${verdict(m.peakTarget.pass)})` : ""}`;
-    out.push(`origin RSS, ${m.storage}: idle ${idle}, peak during the run ${peak}`);
+    out.push(`origin RSS, ${m.storage}${m.build ? ` (${m.build})` : ""}: idle ${idle}, peak during the run ${peak}`);
   }
   if (s.tusPeakMB !== null) out.push(`@tus/server RSS: peak ${fmt(s.tusPeakMB)} MB`);
   out.push("(RSS in MB, 1 MB = 10^6 bytes; idle: VmRSS 1 s after start; peak: the larger of VmHWM at the end and VmRSS sampled every 50 ms)");
@@ -154,7 +159,7 @@ function renderCpu(lines: LineResult[]): string[] {
     if (l.skipped || l.kind === "dd") continue;
     const goal = l.cpuTarget ? `<= ${l.cpuTarget.max.toFixed(2)} x tus ${verdict(l.cpuTarget.pass)}` : l.kind === "tus" ? "(reference)" : "none";
     rows.push([
-      l.label, l.storage ?? "-", fmt(l.clientCpuPerGiB, 2), fmt(l.serverCpuPerGiB, 2), l.kind === "tus" ? "1.00" : fmt(l.cpuRatioToTus, 2), goal,
+      l.label, place(l), fmt(l.clientCpuPerGiB, 2), fmt(l.serverCpuPerGiB, 2), l.kind === "tus" ? "1.00" : fmt(l.cpuRatioToTus, 2), goal,
       l.helpersCpuPerGiB === null ? "-" : fmt(l.helpersCpuPerGiB, 2), fmt(l.otherCores, 2), l.roundsServerCpuPerGiB.map((x) => x.toFixed(2)).join(" "),
     ]);
   }

@@ -16,6 +16,8 @@ const S3RVER_ENV = { AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER
 
 export interface Origin {
   storage: Storage;
+  /** The build's name when several run side by side (--compare-entry), else null. */
+  build: string | null;
   child: Child;
   url: string;
   accessKey: string;
@@ -83,7 +85,7 @@ export async function stopPostgres(): Promise<void> {
 /** Starts an origin on `storage`; the postgres-s3 one also starts what it runs on (returned in `helpers`). */
 export async function startOrigin(
   storage: Storage,
-  opts: { workDir: string; entry: string; envCoffer: Record<string, string>; timeoutMs: number },
+  opts: { workDir: string; entry: string; build: string | null; envCoffer: Record<string, string>; timeoutMs: number },
 ): Promise<{ origin: Origin; helpers: Child[] }> {
   if (!fs.existsSync(opts.entry)) throw new Error(`Coffer entry point ${opts.entry} does not exist; run \`npm run build\` first`);
   const helpers: Child[] = [];
@@ -100,7 +102,7 @@ export async function startOrigin(
       return s3Ms === null || pgMs === null ? null : s3Ms + pgMs;
     };
   }
-  const dataDir = path.join(opts.workDir, `coffer-${storage}`);
+  const dataDir = path.join(opts.workDir, `coffer-${storage}${opts.build === null ? "" : `-${opts.build}`}`);
   fs.mkdirSync(dataDir, { recursive: true });
   const accessKey = randomBytes(24).toString("hex");
   const env: NodeJS.ProcessEnv = {
@@ -108,13 +110,13 @@ export async function startOrigin(
     COFFER_SIGNING_SECRET: randomBytes(32).toString("hex"), COFFER_LOG_LEVEL: "warn", ...storageEnv, ...opts.envCoffer,
   };
   const { child, match } = await Child.start(
-    { name: `coffer ${storage}`, command: process.execPath, args: [opts.entry, "origin"], env },
+    { name: `coffer ${storage}${opts.build === null ? "" : ` (${opts.build})`}`, command: process.execPath, args: [opts.entry, "origin"], env },
     /origin listening on (https?:\/\/[^\s"']+)/,
     opts.timeoutMs,
   );
   // Settled: whatever startup allocated and dropped is no longer counted.
   await sleep(1000);
   const idleRssKb = child.statusKb("VmRSS");
-  log(`coffer ${storage}: pid ${child.pid}, ${match}, idle RSS ${idleRssKb === null ? "?" : ((idleRssKb * 1024) / 1e6).toFixed(1)} MB`);
-  return { origin: { storage, child, url: match, accessKey: env.COFFER_ACCESS_KEY ?? accessKey, dataDir, idleRssKb, helpersCpuMs }, helpers };
+  log(`coffer ${storage}${opts.build === null ? "" : ` (${opts.build})`}: pid ${child.pid}, ${match}, idle RSS ${idleRssKb === null ? "?" : ((idleRssKb * 1024) / 1e6).toFixed(1)} MB`);
+  return { origin: { storage, build: opts.build, child, url: match, accessKey: env.COFFER_ACCESS_KEY ?? accessKey, dataDir, idleRssKb, helpersCpuMs }, helpers };
 }

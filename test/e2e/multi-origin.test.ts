@@ -26,7 +26,7 @@ import { expectError } from '../helpers/api.js';
 import { rawRequest, type RawAnswer } from '../helpers/raw-http.js';
 import { createDatabase } from '../helpers/postgres.js';
 import { startS3, type TestS3 } from '../helpers/s3.js';
-import { sha256, sleep } from '../kit/index.js';
+import { jsonClient, sha256, sleep, upload as uploadBytes } from '../kit/index.js';
 
 const LEASE_MS = 1500;
 /** How long an edge's link is held up in the hiccup checks: far less than its lease. */
@@ -150,20 +150,8 @@ describe.each(CONFIGURATIONS)('two origins: $name', (configuration) => {
   const originOf = (name: 'A' | 'B'): Node => origins.find((o) => o.name === name)!;
   const edgeOf = (name: 'A' | 'B'): Edge => edges.find((e) => e.name === name)!;
 
-  async function api<T = any>(on: 'A' | 'B', path: string, body: unknown, key = KEY): Promise<{ status: number; body: T }> {
-    const res = await fetch(originOf(on).url + path, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const text = await res.text();
-    let parsed: any;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = text;
-    }
-    return { status: res.status, body: parsed };
+  function api<T = any>(on: 'A' | 'B', path: string, body: unknown, key = KEY): Promise<{ status: number; body: T }> {
+    return jsonClient(originOf(on).url, key).post<T>(path, body);
   }
 
   async function ok<T = any>(on: 'A' | 'B', path: string, body: unknown): Promise<T> {
@@ -174,9 +162,7 @@ describe.each(CONFIGURATIONS)('two origins: $name', (configuration) => {
 
   /** Uploads through one origin; returns the record and the delivery path. */
   async function upload(on: 'A' | 'B', bytes: Buffer, fields: Record<string, unknown> = {}): Promise<{ rec: any; bytes: Buffer; path: string }> {
-    const s = await ok(on, '/collections/upload/file', { name: 'file.bin', visibility: 'Public', size: bytes.length, file_type: 'other', ...fields });
-    await ok(on, '/collections/upload/file-progress', { bucket: s.bucket, key: s.key, uploadId: s.uploadId, fileId: s.fileId, partNumber: 1, body: bytes.toString('base64') });
-    const rec = await ok(on, '/collections/upload/complete-upload', { file_id: s.fileId });
+    const rec = await uploadBytes(jsonClient(originOf(on).url, KEY), bytes, fields);
     return { rec, bytes, path: pathOf(rec.delivery_url) };
   }
 

@@ -24,14 +24,23 @@ import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { solidImage } from '../helpers/images.js';
+import { ManualClock } from '../kit/index.js';
 
 let o: TestOrigin;
 let running: TestEdge;
 let edge: RunningEdge;
+/** The edge's time: links expire on it without a wait. */
+const clock = new ManualClock(Date.now());
+const clockSeconds = () => Math.floor(clock.now() / 1000);
+/**
+ * The edge's heartbeats run on its clock, so it acknowledges only the changes it applies: a lease
+ * longer than this file keeps the origin, on its own time, waiting for it on every change.
+ */
+const LEASE = { COFFER_EDGE_LEASE_MS: '60000' };
 
 beforeAll(async () => {
-  o = await startTestOrigin();
-  running = await startTestEdge(o);
+  o = await startTestOrigin(LEASE);
+  running = await startTestEdge(o, () => LEASE, undefined, { clock });
   edge = running.edge;
 });
 
@@ -87,7 +96,7 @@ describe('a kept variant of a Private file', () => {
       [`/files/${id}?w=24&format=webp`, 403, 'signature_required'],
       [`/files/${id}?format=webp&w=24`, 403, 'signature_required'],
       [`/files/${id}?%77=24&format=webp`, 403, 'signature_required'],
-      [sign(id, { w: '24', format: 'webp' }, { now: Math.floor(Date.now() / 1000) - 120, expiresIn: 60 }), 403, 'link_expired'],
+      [sign(id, { w: '24', format: 'webp' }, { now: clockSeconds() - 120, expiresIn: 60 }), 403, 'link_expired'],
       [`/files/${id}?${query.replace('w=24', 'w=25')}`, 403, 'invalid_signature'],
       [`/files/${id}?${query.replace('format=webp', 'format=auto')}`, 403, 'invalid_signature'],
       [`/files/${id}?${query.replace('w=24', '%77=24')}`, 403, 'invalid_signature'],
@@ -105,10 +114,10 @@ describe('a kept variant of a Private file', () => {
   });
 
   test('a link that expires while its variant is kept, and whose signature the edge remembers, is refused', async () => {
-    const short = sign(id, { w: '24', format: 'webp' }, { expiresIn: 1 });
+    const short = sign(id, { w: '24', format: 'webp' }, { expiresIn: 1, now: clockSeconds() });
     const hit = await warm(short);
     expect(hit.headers.etag).toBe(etag);
-    await new Promise((r) => setTimeout(r, 2100));
+    await clock.advance(2100);
     await expectRefusedEveryWay(short, etag, 403, 'link_expired');
   });
 

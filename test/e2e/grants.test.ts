@@ -10,6 +10,7 @@ import { CofferClient, signLink } from '../../src/sdk/index.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { expectError } from '../helpers/api.js';
+import { ManualClock } from '../kit/index.js';
 
 let o: TestOrigin;
 beforeAll(async () => {
@@ -18,8 +19,8 @@ beforeAll(async () => {
 afterAll(async () => o?.close());
 
 const grantHeader = (g: string) => ({ headers: { authorization: `Grant ${g}` } });
-async function makeGrant(body: Record<string, unknown>): Promise<string> {
-  const r = await o.post('/collections/upload/grant', body);
+async function makeGrant(body: Record<string, unknown>, on: TestOrigin = o): Promise<string> {
+  const r = await on.post('/collections/upload/grant', body);
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   expect(r.body.grant).toMatch(/^cg_[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
   return r.body.grant;
@@ -66,9 +67,16 @@ describe('upload grants', () => {
   });
 
   test('expired or forged grants are refused', async () => {
-    const g = await makeGrant({ max_size: 10, expires_in: 1 });
-    await new Promise((r) => setTimeout(r, 1100));
-    expectError(await o.post('/collections/upload/file', initiate({ size: 3 }), grantHeader(g)), 401, 'unauthorized');
+    // An origin of its own, whose time the test moves: this file's edges need one that runs by itself.
+    const clock = new ManualClock(Date.now());
+    const timed = await startTestOrigin({}, { clock });
+    try {
+      const g = await makeGrant({ max_size: 10, expires_in: 1 }, timed);
+      await clock.advance(1100);
+      expectError(await timed.post('/collections/upload/file', initiate({ size: 3 }), grantHeader(g)), 401, 'unauthorized');
+    } finally {
+      await timed.close();
+    }
     const live = await makeGrant({ max_size: 10 });
     expectError(await o.post('/collections/upload/file', initiate({ size: 3 }), grantHeader(live.slice(0, -1) + (live.endsWith('A') ? 'B' : 'A'))), 401, 'unauthorized');
     expectError(await o.post('/collections/upload/file', initiate({ size: 3 }), { headers: { authorization: `Bearer ${live}` } }), 401, 'unauthorized');

@@ -13,9 +13,12 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
+import { ManualClock } from '../kit/index.js';
 import { expectS3Error, folderAt, makeKey, s3Client, type S3Key } from '../helpers/s3-api.js';
 
 let o: TestOrigin;
+/** The origin's time: keys expire as the test moves it. */
+const clock = new ManualClock(Date.now());
 let owner: S3Key;
 let s3: S3Client;
 const clients: S3Client[] = [];
@@ -26,7 +29,7 @@ const clientFor = (key: S3Key): S3Client => {
 };
 
 beforeAll(async () => {
-  o = await startTestOrigin({ COFFER_LOG_LEVEL: 'warn' });
+  o = await startTestOrigin({ COFFER_LOG_LEVEL: 'warn' }, { clock });
   owner = await makeKey(o);
   s3 = clientFor(owner);
 });
@@ -57,7 +60,7 @@ describe('credentials', () => {
     await expectS3Error(client.send(new GetObjectCommand({ Bucket: b, Key: 'x.txt' })), 403, 'InvalidAccessKeyId');
     const made = await o.post('/collections/keys/create', { name: 'short', scopes: ['read'], expires_in: 1 });
     const short = clientFor({ keyId: made.body.key_id, secret: made.body.key });
-    await new Promise((r) => setTimeout(r, 1100));
+    await clock.advance(1100);
     await expectS3Error(short.send(new ListBucketsCommand({})), 403, 'InvalidAccessKeyId');
   });
 });

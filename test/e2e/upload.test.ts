@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { openUploadIds, storedObjectIds, storedParts } from '../helpers/stored-object.js';
 import { expectError } from '../helpers/api.js';
-import { poll, sha256 } from '../kit/index.js';
+import { ManualClock, poll, sha256 } from '../kit/index.js';
 
 const CHUNK = 5 * 1024 * 1024;
 const MAX_BODY = 8 * 1024 * 1024;
@@ -752,8 +752,10 @@ describe('upload (contract §4)', () => {
 
 describe('upload expiry (COFFER_UPLOAD_TTL)', () => {
   let o: TestOrigin;
+  /** The origin's time: uploads expire, and the sweeper runs, as the test moves it. */
+  const clock = new ManualClock(Date.now());
   beforeAll(async () => {
-    o = await startTestOrigin({ COFFER_UPLOAD_TTL: '1' });
+    o = await startTestOrigin({ COFFER_UPLOAD_TTL: '1' }, { clock });
   });
   afterAll(async () => {
     await o.close();
@@ -769,7 +771,11 @@ describe('upload expiry (COFFER_UPLOAD_TTL)', () => {
     // A completed file is not touched by the sweeper.
     const keep = await uploadBytes(o, Buffer.from('keep me'));
 
-    const swept = await poll(async () => (await openUploadIds(o)).length === 0, { timeoutMs: 5000 });
+    // Each ask moves the clock on, so the sweeper runs again until it has removed the upload.
+    const swept = await poll(async () => {
+      await clock.advance(250);
+      return (await openUploadIds(o)).length === 0;
+    }, { timeoutMs: 5000 });
     expect(swept, `left open: ${(await openUploadIds(o)).join(', ')}`).toBe(true);
 
     expectError(await sendPart(o, s, 2, Buffer.from('12345')), 404, 'upload_not_found');
@@ -786,7 +792,7 @@ describe('upload expiry (COFFER_UPLOAD_TTL)', () => {
 
   it('answers 404 once the time has passed, even before any part arrived', async () => {
     const s = await initiate(o, { size: 3 });
-    await new Promise((r) => setTimeout(r, 1100));
+    await clock.advance(1100);
     expectError(await sendPart(o, s, 1, Buffer.from('abc')), 404, 'upload_not_found');
     expectError(await status(o, s.file_id), 404, 'file_not_found');
     expectError(await complete(o, s.file_id), 404, 'file_not_found');

@@ -61,6 +61,20 @@ export class ManualClock implements Clock {
     await settle();
   }
 
+  /**
+   * Lets time pass, `stepMs` at a time, until `work` settles: for a call that answers only once
+   * the clock has moved (revoke-links waits until it has passed the revocation).
+   */
+  async flowUntil<T>(work: Promise<T>, stepMs = 1): Promise<T> {
+    let settled = false;
+    const done = () => {
+      settled = true;
+    };
+    work.then(done, done);
+    while (!settled) await this.advance(stepMs);
+    return work;
+  }
+
   /** How many timers are waiting (for tests that check nothing is left behind). */
   get pending(): number {
     return this.timers.size;

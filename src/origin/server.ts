@@ -4,6 +4,7 @@ import type { Config } from '../config/config.js';
 import { resolveCredentials, type Credentials, type Generated } from '../config/credentials.js';
 import { prepareDataDir, restrictFiles } from '../config/data-dir.js';
 import { openBlobStore, openMetadataStore } from '../adapters/open.js';
+import type { BlobStore, MetadataStore } from '../core/ports.js';
 import { Background, CofferService } from '../service/service.js';
 import { watchUnhandledRejections } from '../metrics/unhandled.js';
 import { originMetrics } from './metrics.js';
@@ -24,9 +25,20 @@ export interface RunningOrigin {
   s3Port: number;
   app: FastifyInstance;
   service: CofferService;
+  /**
+   * The stores this process opened and closes; the service keeps its own reference and exposes
+   * none. For tests and operators' tools that look beneath the service.
+   */
+  stores: OriginStores;
   credentials: Credentials;
   hub: EdgeHub;
   close(): Promise<void>;
+}
+
+/** The ports an origin's service runs over. */
+export interface OriginStores {
+  meta: MetadataStore;
+  blobs: BlobStore;
 }
 
 export interface StartOriginOptions {
@@ -35,6 +47,11 @@ export interface StartOriginOptions {
   logStream?: NodeJS.WritableStream;
   /** The Playground's build, when not dist/playground next to the compiled origin. */
   playgroundDir?: string;
+  /**
+   * Hands the service other stores in place of the ones opened (tests: a store that fails);
+   * the ones opened are still the ones closed.
+   */
+  wrapStores?: (stores: OriginStores) => OriginStores;
   /** Time for the service, the edge feed and the sweep (tests move it by hand); the system's by default. */
   clock?: Clock;
 }
@@ -61,7 +78,8 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
       metrics.backgroundFailure(task);
     },
   });
-  const service = new CofferService(meta, blobs, {
+  const stores = opts.wrapStores?.({ meta, blobs }) ?? { meta, blobs };
+  const service = new CofferService(stores.meta, stores.blobs, {
     now: () => clock.now(),
     background,
     cdnUrl: config.cdnUrl,
@@ -149,6 +167,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     s3Port,
     app,
     service,
+    stores,
     credentials,
     hub,
     close() {

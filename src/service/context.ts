@@ -12,6 +12,7 @@ import { Background } from './background.js';
 import { PartRecords } from './part-records.js';
 import type { Caller } from '../core/access.js';
 import { fileInReach, requireFolderInReach } from './access.js';
+import type { WebhookSendOptions } from './webhooks/sender.js';
 
 export interface ServiceOptions {
   cdnUrl: string;
@@ -33,6 +34,13 @@ export interface ServiceOptions {
   onBackgroundError?: (what: string, err: unknown) => void;
   /** Where work no request waits for runs; by default one reporting to `onBackgroundError`. */
   background?: Background;
+  /**
+   * Told of each committed change; the change's answer waits for it (the edge feed holds
+   * answers until edges have the change). None: answers wait for nothing.
+   */
+  publish?: EventPublisher;
+  /** How webhooks are sent once `webhooks.start()` is called (webhooks/sender.ts). */
+  webhooks?: WebhookSendOptions;
 }
 
 /** Called after a change is committed with its last event's sequence; resolves once edges have it. */
@@ -40,8 +48,8 @@ export type EventPublisher = (seq: number) => Promise<void>;
 
 export class ServiceContext {
   readonly now: () => number;
-  /** Replaced by the edge feed, which holds answers until edges have acknowledged. */
-  publish: EventPublisher = async () => {};
+  /** Told of each committed change (ServiceOptions.publish). */
+  readonly publish: EventPublisher;
   readonly trash: Trash;
   readonly background: Background;
   /** Parts answered and not yet recorded, whichever way they came. */
@@ -49,6 +57,7 @@ export class ServiceContext {
 
   constructor(readonly meta: MetadataStore, readonly blobs: BlobStore, readonly opts: ServiceOptions) {
     this.now = opts.now ?? Date.now;
+    this.publish = opts.publish ?? (async () => {});
     this.trash = new Trash(meta, blobs);
     this.background = opts.background ?? new Background({ onFailure: (task, err) => opts.onBackgroundError?.(task, err) });
     this.parts = new PartRecords(this);

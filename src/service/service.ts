@@ -5,7 +5,7 @@
  * here: routes hand in plain values and get records back or a CofferError.
  */
 import type { BlobStore, MetadataStore } from '../core/ports.js';
-import { ServiceContext, type EventPublisher, type ServiceOptions } from './context.js';
+import { ServiceContext, type ServiceOptions } from './context.js';
 import { Uploads } from './uploads.js';
 import { Tree } from './tree.js';
 import { Listing } from './listing.js';
@@ -20,14 +20,23 @@ import { Paths } from './paths.js';
 import { Objects } from './objects.js';
 import { Multipart } from './multipart.js';
 import type { Background } from './background.js';
+import { WebhookSender } from './webhooks/sender.js';
 
 export type { EventPublisher, ServiceOptions } from './context.js';
+export type { WebhookSendOptions } from './webhooks/sender.js';
+export type { WebhookPost, WebhookRequest, WebhookResponse } from './webhooks/post.js';
 export type { PartInput } from './uploads.js';
 export { BACKGROUND_TASKS, Background, type BackgroundTask } from './background.js';
 export { DEFAULT_SESSION_TTL_SECONDS, sessionTokenHash, type Session } from './sessions.js';
 
+/**
+ * The service over its two ports, which it keeps to itself: whoever uses it (the origin, the
+ * S3 interface, the CLI) goes through its aggregates' calls. Every collaborator comes in
+ * through the constructor.
+ */
 export class CofferService {
-  private readonly c: ServiceContext;
+  /** A true private field: not even JavaScript outside reaches the ports through it. */
+  readonly #c: ServiceContext;
   readonly uploads: Uploads;
   readonly tree: Tree;
   readonly listing: Listing;
@@ -44,31 +53,36 @@ export class CofferService {
   /** Where work no request waits for runs (background.ts). */
   readonly background: Background;
 
-  constructor(readonly meta: MetadataStore, readonly blobs: BlobStore, readonly opts: ServiceOptions) {
-    this.c = new ServiceContext(meta, blobs, opts);
-    this.background = this.c.background;
-    this.uploads = new Uploads(this.c);
-    this.tree = new Tree(this.c);
-    this.listing = new Listing(this.c);
-    this.files = new Files(this.c);
-    this.links = new Links(this.c);
-    this.sessions = new Sessions(this.c);
-    this.credentials = new Credentials(this.c);
-    this.webhooks = new Webhooks(this.c, () => opts.webhookAllowPrivate ?? false);
-    this.usage = new Usage(this.c);
-    this.tus = new TusUploads(this.c, this.uploads);
-    this.paths = new Paths(this.c);
-    this.objects = new Objects(this.c, this.uploads, this.paths);
-    this.multipart = new Multipart(this.c, this.paths);
-  }
-
-  /** The edge feed registers here to hold answers until edges have acknowledged. */
-  setPublisher(publisher: EventPublisher): void {
-    this.c.publish = publisher;
+  constructor(meta: MetadataStore, blobs: BlobStore, readonly opts: ServiceOptions) {
+    // The sender exists before the context, so each committed change wakes it, before the
+    // publisher (the edges) is waited for: deliveries never wait on edges, nor a change on receivers.
+    const sender = new WebhookSender(meta, { ...opts.webhooks, allowPrivate: opts.webhookAllowPrivate ?? false, now: opts.now ?? Date.now });
+    const publish = opts.publish;
+    this.#c = new ServiceContext(meta, blobs, {
+      ...opts,
+      publish: async (seq) => {
+        sender.wake();
+        await publish?.(seq);
+      },
+    });
+    this.background = this.#c.background;
+    this.uploads = new Uploads(this.#c);
+    this.tree = new Tree(this.#c);
+    this.listing = new Listing(this.#c);
+    this.files = new Files(this.#c);
+    this.links = new Links(this.#c);
+    this.sessions = new Sessions(this.#c);
+    this.credentials = new Credentials(this.#c);
+    this.webhooks = new Webhooks(this.#c, sender);
+    this.usage = new Usage(this.#c);
+    this.tus = new TusUploads(this.#c, this.uploads);
+    this.paths = new Paths(this.#c);
+    this.objects = new Objects(this.#c, this.uploads, this.paths);
+    this.multipart = new Multipart(this.#c, this.paths);
   }
 
   /** Removes blobs queued by earlier changes: after each change, and at start. Rejects when some are left. */
   emptyTrash(): Promise<void> {
-    return this.c.trash.empty();
+    return this.#c.trash.empty();
   }
 }

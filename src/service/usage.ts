@@ -34,6 +34,11 @@ export class Usage {
     await this.c.meta.transaction((tx) => tx.usage.add(rows), { durable: false });
   }
 
+  /** Uploads started and neither completed nor aborted, for the metrics. */
+  openUploads(): Promise<number> {
+    return this.c.meta.countOpenUploads();
+  }
+
   /** Totals per day for the last `days` days (today included), every day listed, zeros too. */
   async byDay(caller: Caller, req: UsageRequest): Promise<UsageResponse> {
     authorize(caller, 'usage.read');

@@ -1,7 +1,7 @@
 /**
  * Webhook subscriptions and their deliveries (contract §11). The event log is the outbox:
  * every change appends its event in its own transaction, and the sender
- * (origin/webhook-sender.ts) turns events into deliveries and sends them.
+ * (webhooks/sender.ts) turns events into deliveries and sends them, once started.
  */
 import { randomBytes } from 'node:crypto';
 import { CofferError, errors } from '../core/errors.js';
@@ -16,6 +16,7 @@ import type { MetadataTx } from '../core/ports.js';
 import type { ServiceContext } from './context.js';
 import { authorize, authorizeFolder, reachOf, type Action } from './policy.js';
 import { checkReceiverUrl } from './url-guard.js';
+import type { WebhookSender } from './webhooks/sender.js';
 
 const webhookRecord = (w: StoredWebhook): WebhookRecord => ({
   webhook_id: w.id, url: w.url, events: JSON.parse(w.events) as string[], created_at: isoTime(w.created_at), folder_id: w.folder_id, made_by: w.made_by,
@@ -78,12 +79,22 @@ function decodeCursor(cursor: string): { seq: number; id: string } {
 }
 
 export class Webhooks {
-  constructor(private readonly c: ServiceContext, private readonly allowPrivate: () => boolean) {}
+  constructor(private readonly c: ServiceContext, private readonly sender: WebhookSender) {}
+
+  /** Starts sending: due deliveries are polled for, and each change and redelivery wakes the sender. */
+  start(): void {
+    this.sender.start();
+  }
+
+  /** Stops sending and waits for the attempts in flight; what is left is sent after the next start. */
+  close(): Promise<void> {
+    return this.sender.close();
+  }
 
   async create(caller: Caller, req: CreateWebhookRequest): Promise<CreateWebhookResponse> {
     // Needs "read" beside "admin": deliveries carry names, sizes and hashes.
     authorize(caller, 'webhook.create');
-    const url = await checkReceiverUrl(req.url, this.allowPrivate());
+    const url = await checkReceiverUrl(req.url, this.c.opts.webhookAllowPrivate ?? false);
     const events = parseEvents(req.events);
     const secret = parseSecret(req.secret);
     const row: StoredWebhook = {
@@ -137,7 +148,7 @@ export class Webhooks {
       await tx.webhooks.updateDelivery(d.id, patch);
       return { ...d, ...patch };
     });
-    this.onRedeliver?.();
+    this.sender.wake();
     return deliveryRecord(row);
   }
 
@@ -156,10 +167,7 @@ export class Webhooks {
       created_at: now, delivered_at: null,
     };
     await this.c.meta.transaction((tx) => tx.webhooks.insertDeliveries([row]));
-    this.onRedeliver?.();
+    this.sender.wake();
     return deliveryRecord(row);
   }
-
-  /** Set by the sender: wakes it when a delivery is due at once. */
-  onRedeliver?: () => void;
 }

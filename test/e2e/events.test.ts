@@ -11,10 +11,10 @@ describe('event log', () => {
   beforeAll(async () => { o = await startTestOrigin(); });
   afterAll(async () => { await o.close(); });
 
-  const eventsSince = async (seq: number) => o.origin.service.meta.eventsAfter(seq, 1000);
+  const eventsSince = async (seq: number) => o.origin.stores.meta.eventsAfter(seq, 1000);
 
   it('appends one event per change, with increasing sequence numbers, in the same transaction', async () => {
-    const start = await o.origin.service.meta.lastEventSeq();
+    const start = await o.origin.stores.meta.lastEventSeq();
     const folder = (await o.post('/collections/folder/create', { name: 'logged', visibility: 'Public' })).body;
     const sub = (await o.post('/collections/folder/create', { name: 'sub', visibility: 'Public', parent_id: folder.folder_id })).body;
     const file = await uploadBytes(o, Buffer.from('event bytes'), { folder_id: sub.folder_id, name: 'e.txt' });
@@ -48,7 +48,7 @@ describe('event log', () => {
     const inner = (await o.post('/collections/folder/create', { name: 'inner', visibility: 'Public', parent_id: folder.folder_id })).body;
     const a = await uploadBytes(o, Buffer.from('a'), { folder_id: folder.folder_id });
     const b = await uploadBytes(o, Buffer.from('b'), { folder_id: inner.folder_id });
-    const start = await o.origin.service.meta.lastEventSeq();
+    const start = await o.origin.stores.meta.lastEventSeq();
     await o.post('/collections/upload/file', { name: 'open.bin', visibility: 'Public', size: 3, file_type: 'other', folder_id: inner.folder_id });
     expect(await eventsSince(start)).toEqual([]);
     await o.post('/collections/folder/delete', { folder_id: folder.folder_id, recursive: true });
@@ -62,7 +62,7 @@ describe('event log', () => {
     const folder = (await o.post('/collections/folder/create', { name: 'by-tus', visibility: 'Private' })).body;
     const bytes = Buffer.from('the same bytes, two ways');
     const seed = await uploadBytes(o, bytes, { name: 'same.txt', visibility: 'Public', folder_id: folder.folder_id, file_type: 'document', content_type: 'text/plain' });
-    const start = await o.origin.service.meta.lastEventSeq();
+    const start = await o.origin.stores.meta.lastEventSeq();
     const meta = { filename: 'same.txt', visibility: 'Public', folder_id: folder.folder_id, filetype: 'text/plain' };
     const location = (await t.create(bytes.length, meta)).headers.location!;
     expect((await t.patch(location, 0, bytes.subarray(0, 5))).status).toBe(204);
@@ -73,7 +73,7 @@ describe('event log', () => {
     const done = await t.patch(location, 5, bytes.subarray(5));
     const events = await eventsSince(start);
     expect(events.map((e) => [e.type, e.file_id, e.folder_id])).toEqual([['file.ready', done.headers['coffer-file-id'], folder.folder_id]]);
-    const seedReady = (await o.origin.service.meta.eventsAfter(0, 1000)).find((e) => e.type === 'file.ready' && e.file_id === seed.file_id)!;
+    const seedReady = (await o.origin.stores.meta.eventsAfter(0, 1000)).find((e) => e.type === 'file.ready' && e.file_id === seed.file_id)!;
     const differ = ['file_id', 'completed_at', 'updated_at'];
     const same = (data: Record<string, unknown>) => Object.fromEntries(Object.entries(data).filter(([k]) => !differ.includes(k)));
     expect(same(events[0]!.data as Record<string, unknown>)).toEqual(same(seedReady.data as Record<string, unknown>));
@@ -86,12 +86,12 @@ describe('event log', () => {
       const settings = { COFFER_DATA_DIR: dir, COFFER_ACCESS_KEY: 'k', COFFER_SIGNING_SECRET: 's' };
       const first = await startTestOrigin(settings);
       await first.post('/collections/folder/create', { name: 'kept', visibility: 'Private' });
-      const before = await first.origin.service.meta.eventsAfter(0, 100);
+      const before = await first.origin.stores.meta.eventsAfter(0, 100);
       await first.close();
       const second = await startTestOrigin(settings);
-      expect(await second.origin.service.meta.eventsAfter(0, 100)).toEqual(before);
+      expect(await second.origin.stores.meta.eventsAfter(0, 100)).toEqual(before);
       await second.post('/collections/folder/create', { name: 'next', visibility: 'Public' });
-      const after = await second.origin.service.meta.eventsAfter(0, 100);
+      const after = await second.origin.stores.meta.eventsAfter(0, 100);
       expect(after[after.length - 1]!.seq).toBeGreaterThan(before[before.length - 1]!.seq);
       await second.close();
     } finally {

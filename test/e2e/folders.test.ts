@@ -460,7 +460,7 @@ describe('list', () => {
   it('has a default limit of 100, and accepts 1 to 1000', async () => {
     const p = await mkdir(o, unique('limits'));
     const now = Date.now();
-    await o.origin.service.meta.transaction(async (tx) => {
+    await o.origin.stores.meta.transaction(async (tx) => {
       for (let i = 0; i < 101; i++) await tx.insertFile(fileRow({ name: `n${String(i).padStart(3, '0')}`, folder_id: p.folder_id, created_at: now + i, size: i }));
     });
     const first = await list(o, { folder_id: p.folder_id });
@@ -760,7 +760,7 @@ describe('list at scale', () => {
     }
 
     // The page queries read an index in order: no sort of the whole folder.
-    const store = o.origin.service.meta;
+    const store = o.origin.stores.meta;
     expect(store).toBeInstanceOf(KyselyMetadataStore);
     const kysely = store as KyselyMetadataStore;
     // Each engine's own plan: SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN (text format).

@@ -32,7 +32,7 @@ describe('making, listing, revoking', () => {
     const listed = (await o.post('/collections/keys/list', {})).body.keys.find((x: any) => x.key_id === k.key_id);
     expect(listed).toMatchObject({ key_id: k.key_id, name: 'ci reader', scopes: ['read'] });
     expect(JSON.stringify(listed)).not.toContain(k.key.split('.')[1]);
-    const row = await o.origin.service.meta.read.keys.get(k.key_id);
+    const row = await o.origin.stores.meta.read.keys.get(k.key_id);
     expect(row!.secret_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(JSON.stringify(row)).not.toContain(k.key.split('.')[1]);
     expect((await o.post('/collections/list', {}, as(k.key))).status).toBe(200);

@@ -41,7 +41,7 @@ describe.each(setups)('%s', (_title, engine) => {
       a = b = await startTestOrigin(settings);
     }
     for (const o of new Set([a, b])) {
-      const blobs = o.origin.service.blobs as BlobStore;
+      const blobs = o.origin.stores.blobs as BlobStore;
       const join = blobs.completeMultipart.bind(blobs);
       blobs.completeMultipart = (...args) => {
         joins++;
@@ -77,7 +77,7 @@ describe.each(setups)('%s', (_title, engine) => {
 
   async function readObject(o: TestOrigin, key: string): Promise<Buffer> {
     const chunks: Buffer[] = [];
-    for await (const c of await o.origin.service.blobs.read(key)) chunks.push(c as Buffer);
+    for await (const c of await o.origin.stores.blobs.read(key)) chunks.push(c as Buffer);
     return Buffer.concat(chunks);
   }
 
@@ -86,7 +86,7 @@ describe.each(setups)('%s', (_title, engine) => {
     const until = Date.now() + 5000;
     for (;;) {
       await Promise.all([a.origin.service.emptyTrash(), b.origin.service.emptyTrash()]);
-      if ((await a.origin.service.meta.pendingBlobDeletions(1)).length === 0) return;
+      if ((await a.origin.stores.meta.pendingBlobDeletions(1)).length === 0) return;
       if (Date.now() > until) throw new Error('blobs still queued for deletion');
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -97,7 +97,7 @@ describe.each(setups)('%s', (_title, engine) => {
     await trashEmptied();
     const [ga, gb] = await Promise.all([a.post('/collections/file/get', { file_id: s.fileId }), b.post('/collections/file/get', { file_id: s.fileId })]);
     expect(ga.status).toBe(gb.status);
-    expect(await a.origin.service.meta.read.listParts(s.fileId)).toEqual([]);
+    expect(await a.origin.stores.meta.read.listParts(s.fileId)).toEqual([]);
     expect(existsSync(uploadPath(s.uploadId)), 'the multipart upload is removed').toBe(false);
     if (ga.status === 404) {
       expect(ga.body.error.code).toBe('file_not_found');

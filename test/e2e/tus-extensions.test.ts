@@ -116,11 +116,11 @@ describe('expiration', () => {
   it('names when an unfinished upload expires; past it, 410 until the sweep removes it, then 404', async () => {
     const location = (await c.create(7 * MiB)).headers.location!;
     const patched = await c.patch(location, 0, randomBytes(6 * MiB));
-    const file = await o.origin.service.meta.read.getFile(idOf(location));
+    const file = await o.origin.stores.meta.read.getFile(idOf(location));
     expect(Date.parse(patched.headers['upload-expires']!)).toBe(Math.floor(file!.upload_expires_at! / 1000) * 1000);
     expect(patched.headers['upload-expires']).toBe((await c.head(location)).headers['upload-expires']);
     // As if COFFER_UPLOAD_TTL had passed.
-    await o.origin.service.meta.transaction((tx) => tx.updateFile(idOf(location), { upload_expires_at: Date.now() - 1000 }));
+    await o.origin.stores.meta.transaction((tx) => tx.updateFile(idOf(location), { upload_expires_at: Date.now() - 1000 }));
     expect((await c.head(location)).status).toBe(410);
     expectTusError(await c.patch(location, 6 * MiB, randomBytes(1)), 410, 'upload_expired');
     await o.origin.service.uploads.expire();

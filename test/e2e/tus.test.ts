@@ -82,7 +82,7 @@ describe('creation and the core protocol', () => {
     const ready = (await o.post('/collections/file/get', { file_id: id })).body;
     expect(ready).toMatchObject({ status: 'ready', size: bytes.length, sha256: sha256(bytes) });
     expect(sha256(await readStoredObject(o, id))).toBe(sha256(bytes));
-    const events = await o.origin.service.meta.eventsAfter(0, 1000);
+    const events = await o.origin.stores.meta.eventsAfter(0, 1000);
     expect(events.some((e) => e.type === 'file.ready' && e.file_id === id)).toBe(true);
     // A finished upload answers HEAD with its whole length and the file; a PATCH of nothing at the end is answered the same.
     const done = await c.head(location);

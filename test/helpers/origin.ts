@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, type SettingName } from '../../src/config/config.js';
-import { startOrigin, type RunningOrigin } from '../../src/origin/server.js';
+import { startOrigin, type OriginStores, type RunningOrigin } from '../../src/origin/server.js';
 import type { Clock } from '../../src/core/clock.js';
 import { createDatabase } from './postgres.js';
 import { S3RVER_CREDENTIALS, S3_REGION, testS3Client } from './s3.js';
@@ -43,6 +43,8 @@ export interface TestOriginOptions {
   databaseUrl?: string;
   /** The origin's time (test/kit/clock.ts `ManualClock` to move it by hand); the system's by default. */
   clock?: Clock;
+  /** Hands the service other stores in place of the ones opened (startOrigin's wrapStores): one that fails, say. */
+  wrapStores?: (stores: OriginStores) => OriginStores;
 }
 
 /** With COFFER_TEST_METADATA=postgres: the database made for each data dir. */
@@ -105,7 +107,9 @@ export async function startTestOrigin(settings: Partial<Record<SettingName, stri
       cb();
     },
   });
-  const origin = await startOrigin(config, { logStream, playgroundDir: options.playgroundDir ?? PLAYGROUND_BUILD, ...(options.clock ? { clock: options.clock } : {}) });
+  const origin = await startOrigin(config, { logStream, playgroundDir: options.playgroundDir ?? PLAYGROUND_BUILD, ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.wrapStores ? { wrapStores: options.wrapStores } : {}),
+  });
   const url = origin.url;
   return {
     url, key, secret, dataDir, origin, logs, databaseUrl: config.databaseUrl, blobStore: config.blobStore,

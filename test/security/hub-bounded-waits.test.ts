@@ -171,7 +171,7 @@ describe('one origin: an edge that keeps acknowledging an old sequence', () => {
     const times = await boundedChanges([origin], files.map((f) => f.file_id));
     // It held a lease when the first change was made: that change waited for it.
     expect(times[0]!, 'the first change waited for the lease the edge held').toBeGreaterThanOrEqual(LEASE_MS - 400);
-    const row = (await origin.origin.service.meta.edgeLeases()).find((r) => r.edge_id === edge!.id);
+    const row = (await origin.origin.stores.meta.edgeLeases()).find((r) => r.edge_id === edge!.id);
     expect(['lapsed', 'behind'], `row state ${row?.state}`).toContain(row?.state);
     await expectLapsedUntilCaughtUp(edge);
   });

@@ -48,7 +48,7 @@ describe('the feed to an edge that never reads', () => {
       for (const s of hub.feedStreams()) if (s.edge === 'never-reads') most = Math.max(most, s.buffered);
     }, 5);
     try {
-      const meta = origin.origin.service.meta;
+      const meta = origin.origin.stores.meta;
       for (let done = 0; done < EVENTS; done += 2000) {
         await meta.transaction(async (tx) => {
           for (let i = 0; i < 2000; i++) await tx.appendEvent({ type: 'folder.deleted', folder_id: 'none', data: { folder_id: 'none', pad: PAD } }, Date.now());

@@ -15,6 +15,7 @@ import { expectError } from '../helpers/api.js';
 import { expectS3Error, s3Client } from '../helpers/s3-api.js';
 import { openBlobStore, openMetadataStore } from '../../src/adapters/open.js';
 import { CofferService } from '../../src/service/service.js';
+import type { MetadataStore } from '../../src/core/ports.js';
 import { authenticator } from '../../src/origin/auth/caller.js';
 import { ROOT_CALLER, type Caller, type StoredKey } from '../../src/core/access.js';
 import { MAX_KEY_DEPTH, keyStanding } from '../../src/service/lineage.js';
@@ -130,13 +131,14 @@ describe('a maker\'s expiry, on a settable clock', () => {
   let clock = T0;
   let dir: string;
   let service: CofferService;
+  let meta: MetadataStore;
   const rootKey = `root-${randomBytes(8).toString('hex')}`;
   let authenticate: ReturnType<typeof authenticator>;
   const bearer = (key: string) => authenticate('api', { authorization: `Bearer ${key}` });
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'coffer-lineage-'));
-    const meta = await openMetadataStore(dir, undefined);
+    meta = await openMetadataStore(dir, undefined);
     const blobs = await openBlobStore(dir, undefined);
     service = new CofferService(meta, blobs, {
       cdnUrl: 'http://cdn.test', signingSecrets: ['s'], uploadTtlSeconds: 3600, maxFileSize: 1 << 20, rootKey, now: () => clock,
@@ -144,7 +146,7 @@ describe('a maker\'s expiry, on a settable clock', () => {
     authenticate = authenticator({ accessKey: rootKey, edgeTokens: [], service });
   });
   afterAll(async () => {
-    await service?.meta.close();
+    await meta?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -156,7 +158,7 @@ describe('a maker\'s expiry, on a settable clock', () => {
       id, name: 'planted', secret_hash: createHash('sha256').update(secret).digest('hex'), scopes: 'read', folder_id: null,
       created_at: clock, expires_at: expiresAt, revoked_at: null, last_used_at: null, created_by: createdBy,
     };
-    await service.meta.transaction((tx) => tx.keys.insert(row));
+    await meta.transaction((tx) => tx.keys.insert(row));
     return { row, key: `ck_${id}.${secret}` };
   }
 

@@ -65,7 +65,7 @@ describe('rotating COFFER_ACCESS_KEY', () => {
     const reader = (await a.post('/collections/keys/create', { name: 'survivor', scopes: ['read'] })).body.key as string;
 
     // What the session row keeps of the key names it without holding it.
-    const row = await a.origin.service.meta.read.getSession(sessionTokenHash(session.token));
+    const row = await a.origin.stores.meta.read.getSession(sessionTokenHash(session.token));
     expect(row!.root_fingerprint).toMatch(/^[0-9a-f]{64}$/);
     expect(row!.root_fingerprint).not.toContain(keyA);
     expect(row!.root_fingerprint).not.toBe(createHash('sha256').update(keyA).digest('hex'));

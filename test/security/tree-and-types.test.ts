@@ -68,7 +68,7 @@ describe('folder nesting limit', () => {
 
   it('fails closed on a chain longer than the limit (made before it existed): Private at the origin and for edges', async () => {
     // Written straight to the store, as an older version without the limit could have.
-    const meta = o.origin.service.meta;
+    const meta = o.origin.stores.meta;
     let parent: string | null = null;
     await meta.transaction(async (tx) => {
       for (let d = 1; d <= MAX_FOLDER_DEPTH + 10; d++) {

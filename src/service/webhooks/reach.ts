@@ -10,10 +10,10 @@
  * carry the parent), so an event about a folder deleted or moved since is placed where it
  * happened, and placing an event never depends on when the sender reads it.
  */
-import { MAX_FOLDER_DEPTH } from '../core/upload.js';
-import { ROOT_MAKER, type StoredWebhook } from '../core/webhooks.js';
-import { keyStanding } from '../service/lineage.js';
-import type { FolderMove, KeyRows, StoredEvent, WebhookRows } from '../core/ports.js';
+import { MAX_FOLDER_DEPTH } from '../../core/upload.js';
+import { ROOT_MAKER, type StoredWebhook } from '../../core/webhooks.js';
+import { keyStanding } from '../lineage.js';
+import type { FolderMove, KeyRows, StoredEvent, WebhookRows } from '../../core/ports.js';
 
 /**
  * Places events for one batch read from the log. Every event of the batch had committed

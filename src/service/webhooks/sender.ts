@@ -4,36 +4,39 @@
  * nothing is skipped or doubled), then sends due deliveries, the earliest pending one per
  * webhook and file first, retrying with exponential backoff and jitter for 24 hours. Several
  * origins share the work through row holds (PostgreSQL `SKIP LOCKED`); a slow receiver holds
- * up only its own deliveries, never a request.
+ * up only its own deliveries, never a request. It sends nothing before `start()`.
  */
-import http from 'node:http';
-import https from 'node:https';
-import { isIP } from 'node:net';
-import { newId } from '../core/ids.js';
-import { isoTime } from '../core/records.js';
-import { wantsEvent, webhookSignature, type StoredDelivery, type StoredWebhook } from '../core/webhooks.js';
-import type { MetadataStore, StoredEvent } from '../core/ports.js';
-import { guardedLookup, isSpecialAddress } from '../service/url-guard.js';
-import { EventPlaces, makerStands } from './webhook-reach.js';
+import { newId } from '../../core/ids.js';
+import { isoTime } from '../../core/records.js';
+import { wantsEvent, webhookSignature, type StoredDelivery, type StoredWebhook } from '../../core/webhooks.js';
+import type { MetadataStore, StoredEvent } from '../../core/ports.js';
+import { EventPlaces, makerStands } from './reach.js';
+import { httpPost, type WebhookPost, type WebhookResponse } from './post.js';
 
-export interface WebhookSenderOptions {
-  allowPrivate: boolean;
+/** How webhooks are sent; every field has a default. */
+export interface WebhookSendOptions {
   /** The first retry's delay; each next one doubles, up to an hour (default 1000). */
   retryBaseMs?: number;
   /** How long a receiver may take to answer (default 10 s). */
   timeoutMs?: number;
-  now?: () => number;
+  /** Told of a pass or an attempt that failed in a way no delivery records. */
   onError?: (what: string, err: unknown) => void;
   /** Told of every finished attempt (metrics). */
   onAttempt?: (outcome: 'delivered' | 'retry' | 'failed') => void;
+  /** How an attempt is made; node's HTTP client by default (post.ts). */
+  post?: WebhookPost;
+}
+
+export interface WebhookSenderOptions extends WebhookSendOptions {
+  /** Receivers may be on loopback and private addresses. */
+  allowPrivate: boolean;
+  now: () => number;
 }
 
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 const POLL_MS = 250;
 const CONCURRENCY = 8;
-const RESPONSE_KEPT = 1024;
-const RESPONSE_READ_LIMIT = 64 * 1024;
 
 /** The body of a delivery: the event as the log recorded it. */
 export function eventBody(e: StoredEvent): string {
@@ -46,15 +49,20 @@ export class WebhookSender {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
+  private started = false;
   private closed = false;
   private readonly now: () => number;
+  private readonly post: WebhookPost;
   private readonly inFlight = new Set<Promise<void>>();
 
   constructor(private readonly meta: MetadataStore, private readonly opts: WebhookSenderOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now;
+    this.post = opts.post ?? httpPost;
   }
 
   start(): void {
+    if (this.started || this.closed) return;
+    this.started = true;
     this.timer = setInterval(() => this.wake(), POLL_MS);
     this.timer.unref();
     this.wake();
@@ -62,7 +70,7 @@ export class WebhookSender {
 
   /** Runs a pass now (after a change, a redelivery); passes never overlap. */
   wake(): void {
-    if (this.closed) return;
+    if (!this.started || this.closed) return;
     if (this.running) {
       this.again = true;
       return;
@@ -155,7 +163,7 @@ export class WebhookSender {
       this.opts.onAttempt?.('failed');
       return;
     }
-    const result = await this.post(w, d);
+    const result = await this.send(w, d);
     const now = this.now();
     const attempts = d.attempts + 1;
     const base = { attempts, locked_until: 0, last_status: result.status, last_response: result.response, last_error: result.error };
@@ -176,42 +184,15 @@ export class WebhookSender {
     this.opts.onAttempt?.('retry');
   }
 
-  private async post(w: StoredWebhook, d: StoredDelivery): Promise<{ status: number | null; response: string | null; error: string | null }> {
-    const url = new URL(w.url);
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    // A literal address never goes through the lookup below: checked here instead.
-    if (!this.opts.allowPrivate && isIP(host) && isSpecialAddress(host)) return { status: null, response: null, error: 'refused: a non-public address' };
+  private async send(w: StoredWebhook, d: StoredDelivery): Promise<WebhookResponse> {
     const timestamp = Math.floor(this.now() / 1000);
     const signature = await webhookSignature(w.secret, d.message_id, timestamp, d.payload);
-    const body = Buffer.from(d.payload);
-    const client = url.protocol === 'https:' ? https : http;
-    return new Promise((resolve) => {
-      const req = client.request(url, {
-        method: 'POST',
-        lookup: guardedLookup(this.opts.allowPrivate) as never,
-        timeout: this.opts.timeoutMs ?? 10_000,
-        headers: {
-          'content-type': 'application/json', 'content-length': String(body.length), 'user-agent': 'Coffer-Webhooks/1',
-          'webhook-id': d.message_id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signature,
-        },
-      }, (res) => {
-        const kept: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          if (size < RESPONSE_KEPT) kept.push(c.subarray(0, RESPONSE_KEPT - size));
-          size += c.length;
-          // The status is what counts; an endless answer is not read to its end.
-          if (size > RESPONSE_READ_LIMIT) {
-            res.destroy();
-            resolve({ status: res.statusCode ?? 0, response: Buffer.concat(kept).toString('utf8'), error: null });
-          }
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, response: Buffer.concat(kept).toString('utf8'), error: null }));
-        res.on('error', (err) => resolve({ status: res.statusCode ?? null, response: null, error: err.message }));
-      });
-      req.on('timeout', () => req.destroy(new Error(`no answer within ${this.opts.timeoutMs ?? 10_000} ms`)));
-      req.on('error', (err) => resolve({ status: null, response: null, error: err.message.slice(0, 300) }));
-      req.end(body);
+    return this.post({
+      url: w.url, body: Buffer.from(d.payload), allowPrivate: this.opts.allowPrivate, timeoutMs: this.opts.timeoutMs ?? 10_000,
+      headers: {
+        'content-type': 'application/json', 'user-agent': 'Coffer-Webhooks/1',
+        'webhook-id': d.message_id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signature,
+      },
     });
   }
 }

@@ -29,9 +29,14 @@ const e2eElsewhere = [
 
 /**
  * Most test files wait on child processes and sockets far more than they compute, so two run at
- * once even on a two-core machine. The browser tests (one Chromium each, watching focus and
- * timing) and the edge fleet test (its process relays every edge's feed, and a starved relay
- * costs an edge its 2.4 s lease) run afterwards, one file at a time.
+ * once even on a two-core machine. Run afterwards, one file at a time:
+ * - the browser tests: one Chromium each, watching focus and timing;
+ * - test/e2e/edge.test.ts: its origin and three edges are `coffer` processes, so their leases
+ *   run on the wall clock (a clock moved by hand reaches only this process), and this process
+ *   relays every edge's feed. With another file beside it on two cores they are starved long
+ *   enough that an edge lets its 2.4 s lease run out and answers 503 edge_unavailable (beside
+ *   field-order.test.ts: 2 runs of 3 failed). The lease rules themselves run on a controlled
+ *   clock in test/unit/feed-*.test.ts, in parallel with the rest.
  */
 const serial = ['test/browser/**/*.test.ts', 'test/e2e/edge.test.ts'];
 const shared = {

@@ -8,6 +8,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 
+// Wall-clock bounds throughout: the timeouts under test are the sockets' own, on the system's time.
 const HEADERS_TIMEOUT_MS = 500;
 const IDLE_TIMEOUT_MS = 1000;
 // The feed pings every lease / 4 = 1.5 s: longer than the idle timeout.

@@ -16,11 +16,8 @@ import { partFieldsOf, readRawBody } from './raw-part.js';
 export const CHUNK_BODY_LIMIT = 8 * 1024 * 1024;
 export const CHUNK_PATH = '/collections/upload/file-progress';
 
-/** What the chunk route's body parsers leave for its handler. */
-interface ChunkPart {
-  writer: PartWriter;
-  invalidBase64: boolean;
-}
+/** What the chunk route's body parsers leave for its handler: a JSON chunk's writer, or a raw part's (null when it names no valid part). */
+type ChunkPart = { form: 'json'; writer: PartWriter; invalidBase64: boolean } | { form: 'raw'; writer: PartWriter | null };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -70,12 +67,12 @@ export async function registerChunkRoute(app: FastifyInstance, service: CofferSe
     scope.decorateRequest('chunkPart', null);
     // A part the handler did not commit (refused, failed, cut off) is discarded, not left half-written.
     scope.addHook('onResponse', async (request) => {
-      await request.chunkPart?.writer.discard().catch(() => {});
+      await request.chunkPart?.writer?.discard().catch(() => {});
     });
     scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', async (request: FastifyRequest, payload: NodeJS.ReadableStream) => {
       const body = await readChunkBody(payload as AsyncIterable<Buffer>, (fields) => service.uploads.openPartWriter(request.caller!, fields), CHUNK_BODY_LIMIT, declaredLength(request));
-      if (body.writer) request.chunkPart = { writer: body.writer, invalidBase64: body.invalidBase64 };
+      if (body.writer) request.chunkPart = { form: 'json', writer: body.writer, invalidBase64: body.invalidBase64 };
       return body.fields;
     });
     scope.addContentTypeParser('application/octet-stream', async (request: FastifyRequest, payload: NodeJS.ReadableStream) => {
@@ -90,14 +87,14 @@ export async function registerChunkRoute(app: FastifyInstance, service: CofferSe
       }
       const length = declaredLength(request);
       if (length !== undefined && length > CHUNK_BODY_LIMIT) throw errors.payloadTooLarge(CHUNK_BODY_LIMIT);
-      const writer = await service.uploads.openPartWriter(request.caller!, fields);
+      const writer = await service.uploads.raw.open(request.caller!, fields);
       try {
         await readRawBody(source, writer, CHUNK_BODY_LIMIT, length);
       } catch (err) {
-        await writer.discard().catch(() => {});
+        await writer?.discard().catch(() => {});
         throw err;
       }
-      request.chunkPart = { writer, invalidBase64: false };
+      request.chunkPart = { form: 'raw', writer };
       return fields;
     });
     scope.post(CHUNK_PATH, {
@@ -114,6 +111,7 @@ export async function registerChunkRoute(app: FastifyInstance, service: CofferSe
         const fields = request.body as { bucket: string; key: string; uploadId: string; fileId: string; partNumber: number };
         const part = request.chunkPart;
         if (!part) throw errors.invalidRequest('"body" must be a string.', 'body');
+        if (part.form === 'raw') return service.uploads.raw.receive(request.caller!, fields, part.writer);
         return service.uploads.receivePart({ ...fields, caller: request.caller!, writer: part.writer, invalidBase64: part.invalidBase64 });
       },
     });

@@ -4,7 +4,7 @@
  * CompleteMultipartUpload (S3's part rules; the ETag in S3's multipart form),
  * AbortMultipartUpload, ListParts and ListMultipartUploads.
  */
-import type { UploadKey } from '../service/multipart.js';
+import type { UploadKey } from '../service/uploads/s3.js';
 import { s3Errors } from './errors.js';
 import { parseKey, requireBucket, type BucketAt } from './mapping.js';
 import { etagOf, intParam, isoTime, noBody, ownerOf, quoted, xmlAnswer, type S3Handler, type S3Request } from './context.js';

@@ -9,7 +9,7 @@ import type { FileRecord, FolderRecord } from '../core/api.js';
 import { ROOT_CONTEXT, chainIsComplete, contextOfChain, fileRecord, folderRecord, type FolderContext } from './records.js';
 import { Trash } from './trash.js';
 import { Background } from './background.js';
-import { PartRecords } from './part-records.js';
+import { PartRecords } from './uploads/part-records.js';
 import type { Caller } from '../core/access.js';
 import { fileInReach, requireFolderInReach } from './access.js';
 import type { WebhookSendOptions } from './webhooks/sender.js';

@@ -5,15 +5,14 @@
  * subtree, and the folders on the way down to it by name only (access.ts, `Sight`).
  */
 import { errors } from '../core/errors.js';
-import { newId } from '../core/ids.js';
-import { nameKey, validateName } from '../core/names.js';
+import { validateName } from '../core/names.js';
 import type { MetadataTx, S3Entry, StoredFile, StoredFolder } from '../core/ports.js';
 import type { Caller } from '../core/access.js';
 import type { ServiceContext } from './context.js';
 import { childPlace, rootPlace, sightOf, type Place, type Sight } from './access.js';
 import { authorize, requireNotOwnTop } from './policy.js';
-import { folderEventData } from './records.js';
 import { removeFiles } from './trash.js';
+import { addFolder } from './tree.js';
 
 /** A folder found by path: null is the root. */
 export interface Located {
@@ -89,15 +88,10 @@ export class Paths {
       const chain = here.folder ? await tx.folderChain(here.folder.id) : [];
       this.c.checkDepth(chain, found.missing.length - 1);
       let seq = 0;
-      const now = this.c.now();
       for (const raw of found.missing) {
-        const name = validateName(raw);
-        const folder: StoredFolder = {
-          id: newId(), name, name_key: nameKey(name), visibility: 'Public', parent_id: here.folder?.id ?? null, created_at: now, updated_at: now, s3_implicit: 1,
-        };
-        await tx.insertFolder(folder);
-        seq = await tx.appendEvent({ type: 'folder.created', folder_id: folder.id, data: folderEventData(folder) }, now);
-        here = { folder, place: 'inside' };
+        const made = await addFolder(this.c, tx, { name: validateName(raw), parentId: here.folder?.id ?? null, visibility: 'Public', s3Implicit: true });
+        seq = made.seq;
+        here = { folder: made.folder, place: 'inside' };
       }
       return { at: here, seq };
     });

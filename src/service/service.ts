@@ -6,7 +6,8 @@
  */
 import type { BlobStore, MetadataStore } from '../core/ports.js';
 import { ServiceContext, type ServiceOptions } from './context.js';
-import { Uploads } from './uploads.js';
+import { Uploads } from './uploads/json.js';
+import { UploadEngine } from './uploads/engine.js';
 import { Tree } from './tree.js';
 import { Listing } from './listing.js';
 import { Files } from './files.js';
@@ -15,17 +16,17 @@ import { Sessions } from './sessions.js';
 import { Credentials } from './credentials.js';
 import { Webhooks } from './webhooks.js';
 import { Usage } from './usage.js';
-import { TusUploads } from './tus-uploads.js';
+import { TusUploads } from './uploads/tus.js';
 import { Paths } from './paths.js';
-import { Objects } from './objects.js';
-import { Multipart } from './multipart.js';
+import { Objects } from './uploads/s3-objects.js';
+import { Multipart } from './uploads/s3.js';
 import type { Background } from './background.js';
 import { WebhookSender } from './webhooks/sender.js';
 
 export type { EventPublisher, ServiceOptions } from './context.js';
 export type { WebhookSendOptions } from './webhooks/sender.js';
 export type { WebhookPost, WebhookRequest, WebhookResponse } from './webhooks/post.js';
-export type { PartInput } from './uploads.js';
+export type { PartInput } from './uploads/json.js';
 export { BACKGROUND_TASKS, Background, type BackgroundTask } from './background.js';
 export { DEFAULT_SESSION_TTL_SECONDS, sessionTokenHash, type Session } from './sessions.js';
 
@@ -66,7 +67,8 @@ export class CofferService {
       },
     });
     this.background = this.#c.background;
-    this.uploads = new Uploads(this.#c);
+    const engine = new UploadEngine(this.#c);
+    this.uploads = new Uploads(this.#c, engine);
     this.tree = new Tree(this.#c);
     this.listing = new Listing(this.#c);
     this.files = new Files(this.#c);
@@ -75,10 +77,10 @@ export class CofferService {
     this.credentials = new Credentials(this.#c);
     this.webhooks = new Webhooks(this.#c, sender);
     this.usage = new Usage(this.#c);
-    this.tus = new TusUploads(this.#c, this.uploads);
+    this.tus = new TusUploads(this.#c, engine);
     this.paths = new Paths(this.#c);
-    this.objects = new Objects(this.#c, this.uploads, this.paths);
-    this.multipart = new Multipart(this.#c, this.paths);
+    this.objects = new Objects(this.#c, engine, this.paths);
+    this.multipart = new Multipart(this.#c, engine, this.paths);
   }
 
   /** Removes blobs queued by earlier changes: after each change, and at start. Rejects when some are left. */

@@ -2,7 +2,7 @@
 import { errors, isCofferError, type CofferError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { nameKey, validateName } from '../core/names.js';
-import { parseVisibility } from '../core/records.js';
+import { parseVisibility, type Visibility } from '../core/records.js';
 import { MAX_FOLDER_DEPTH } from '../core/upload.js';
 import type { MetadataTx, StoredFolder } from '../core/ports.js';
 import type { CreateFolderRequest, CreateFolderResponse, DeleteFolderRequest, DeleteFolderResponse, FolderRecord, UpdateFolderRequest, UpdateFolderResponse } from '../core/api.js';
@@ -24,6 +24,22 @@ async function conflict(tx: MetadataTx, caller: Caller, name: string, existing: 
   return errors.folderExists(name, seen ? existing.id : null);
 }
 
+/**
+ * Makes a folder, however it is asked for (here, or by path for S3): its record and its
+ * folder.created event, in the caller's transaction, which holds the folder tree's lock and
+ * checked the depth and the name. Returns the folder and the event's sequence.
+ */
+export async function addFolder(c: ServiceContext, tx: MetadataTx, at: { name: string; parentId: string | null; visibility: Visibility; s3Implicit?: boolean }): Promise<{ folder: StoredFolder; seq: number }> {
+  const now = c.now();
+  const folder: StoredFolder = {
+    id: newId(), name: at.name, name_key: nameKey(at.name), visibility: at.visibility, parent_id: at.parentId, created_at: now, updated_at: now,
+    ...(at.s3Implicit ? { s3_implicit: 1 } : {}),
+  };
+  await tx.insertFolder(folder);
+  const seq = await tx.appendEvent({ type: 'folder.created', folder_id: folder.id, data: folderEventData(folder) }, now);
+  return { folder, seq };
+}
+
 export class Tree {
   constructor(private readonly c: ServiceContext) {}
 
@@ -41,11 +57,7 @@ export class Tree {
       const name = validateName(req.name);
       const existing = await tx.findFolderByName(parentId, name);
       if (existing) throw await conflict(tx, caller, name, existing);
-      const visibility = parseVisibility(req.visibility);
-      const now = this.c.now();
-      const folder: StoredFolder = { id: newId(), name, name_key: nameKey(name), visibility, parent_id: parentId, created_at: now, updated_at: now };
-      await tx.insertFolder(folder);
-      const seq = await tx.appendEvent({ type: 'folder.created', folder_id: folder.id, data: folderEventData(folder) }, now);
+      const { folder, seq } = await addFolder(this.c, tx, { name, parentId, visibility: parseVisibility(req.visibility) });
       return { record: holds(caller, 'read') ? await this.c.toFolderRecord(tx, folder) : { folder_id: folder.id, created: true as const }, seq };
     });
     await this.c.publish(seq);

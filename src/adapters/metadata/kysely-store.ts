@@ -234,6 +234,8 @@ export class KyselyTx implements MetadataTx {
 
 export class KyselyMetadataStore implements MetadataStore {
   readonly read: MetadataTx;
+  /** A SQLite store is one origin's (PostgresMetadataStore says otherwise). */
+  readonly sharedByOrigins: boolean = false;
 
   private readonly leases: KyselyEdgeLeaseRows;
 

@@ -75,6 +75,9 @@ function isRetryable(err: unknown): boolean {
 }
 
 export class PostgresMetadataStore extends KyselyMetadataStore {
+  /** Several origins may share one PostgreSQL store. */
+  override readonly sharedByOrigins = true;
+
   constructor(
     db: Kysely<Database>,
     private readonly url: string,

@@ -5,8 +5,8 @@
 import type { FastifyRequest } from 'fastify';
 import { errors } from '../../core/errors.js';
 import type { FieldErrorCode } from '../../core/error-codes.js';
-import { CHECKSUM_ALGORITHMS, type ChecksumAlgorithm } from '../../service/tus-writer.js';
-import type { TusState } from '../../service/tus-uploads.js';
+import { CHECKSUM_ALGORITHMS, type ChecksumAlgorithm } from '../../service/uploads/tus-writer.js';
+import type { TusState } from '../../service/uploads/tus.js';
 
 export const TUS_VERSION = '1.0.0';
 export const TUS_EXTENSIONS = ['creation', 'creation-with-upload', 'termination', 'expiration', 'checksum', 'concatenation'];

@@ -1,6 +1,6 @@
 /** OPTIONS /tus and /tus/{id}: what this tus server supports, and the answer to a browser's preflight. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { CHECKSUM_ALGORITHMS } from '../../service/tus-writer.js';
+import { CHECKSUM_ALGORITHMS } from '../../service/uploads/tus-writer.js';
 import { ALLOWED_HEADERS, ALLOWED_METHODS, TUS_EXTENSIONS, TUS_VERSION } from './headers.js';
 import type { TusContext } from './context.js';
 

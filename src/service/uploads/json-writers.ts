@@ -4,8 +4,8 @@
  * UploadPart starts with them), but a request may put `body` before the fields that say
  * which part it is.
  */
-import type { PartWriter } from '../core/ports.js';
-import { POOL_BUFFER_BYTES, giveBack, takeBuffer } from '../core/buffer-pool.js';
+import type { PartWriter } from '../../core/ports.js';
+import { POOL_BUFFER_BYTES, giveBack, takeBuffer } from '../../core/buffer-pool.js';
 
 /** The held bytes are copied into pooled slabs, not fresh allocations. */
 const SLAB_BYTES = POOL_BUFFER_BYTES;

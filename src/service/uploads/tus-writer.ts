@@ -1,6 +1,6 @@
 /**
  * Writes bytes that continue a tus upload at its offset (contract §9) into the upload's 5 MiB
- * parts, through the same blob-store calls as file-progress: a part is streamed to the
+ * parts, through the upload engine (engine.ts) as every dialect: a part is streamed to the
  * store's part writer as it arrives, committed once full, and recorded once durable.
  *
  * The offset is (contiguous recorded parts) × 5 MiB + the tail: the bytes of the next part
@@ -13,12 +13,13 @@
  * finds it moved (another origin wrote, the upload was removed) stops and records nothing more.
  */
 import { createHash, randomBytes, timingSafeEqual, type Hash } from 'node:crypto';
-import { errors } from '../core/errors.js';
-import { expectedPartSize } from '../core/upload.js';
-import { POOL_BUFFER_BYTES, giveBack, takeBuffer } from '../core/buffer-pool.js';
-import { UploadGoneError, type BlobStore, type CommittedPart, type MetadataTx, type PartWriter, type StoredFile } from '../core/ports.js';
-import { tailKey, type StoredTusUpload } from '../core/tus.js';
-import type { ServiceContext } from './context.js';
+import { errors } from '../../core/errors.js';
+import { expectedPartSize } from '../../core/upload.js';
+import { POOL_BUFFER_BYTES, giveBack, takeBuffer } from '../../core/buffer-pool.js';
+import { UploadGoneError, type CommittedPart, type MetadataTx, type PartWriter, type StoredFile } from '../../core/ports.js';
+import { tailKey, type StoredTusUpload } from '../../core/tus.js';
+import type { ServiceContext } from '../context.js';
+import type { UploadEngine } from './engine.js';
 
 export type ChecksumAlgorithm = 'sha256' | 'sha1' | 'md5';
 export const CHECKSUM_ALGORITHMS: readonly ChecksumAlgorithm[] = ['sha256', 'sha1', 'md5'];
@@ -52,7 +53,7 @@ class PartFiller {
   private heldBytes = 0;
 
   constructor(
-    private readonly blobs: BlobStore,
+    private readonly engine: UploadEngine,
     private readonly file: StoredFile,
     private partNumber: number,
     private readonly onCommitted: (partNumber: number, part: CommittedPart) => void,
@@ -66,7 +67,7 @@ class PartFiller {
     let pos = 0;
     while (pos < chunk.length) {
       // Opened at the part's first byte: S3 starts an UploadPart of the part's length then.
-      this.writer ??= await this.blobs.openPart(this.file.blob_key, this.file.upload_id!, this.partNumber, this.expected);
+      this.writer ??= await this.engine.openPart(this.file, this.partNumber, this.expected);
       if (this.used === POOL_BUFFER_BYTES) {
         this.slabs.push(takeBuffer());
         this.used = 0;
@@ -89,7 +90,7 @@ class PartFiller {
   private async commit(): Promise<void> {
     const writer = this.writer!;
     this.writer = null;
-    const part = await this.blobs.commitPart(this.file.blob_key, this.file.upload_id!, this.partNumber, writer);
+    const part = await this.engine.commitUnrecorded(this.file, this.partNumber, writer);
     giveBack(...this.slabs);
     this.slabs = [];
     this.used = POOL_BUFFER_BYTES;
@@ -135,6 +136,7 @@ export class TusWriter {
 
   constructor(
     private readonly c: ServiceContext,
+    private readonly engine: UploadEngine,
     private readonly file: StoredFile,
     private readonly tus: StoredTusUpload,
     /** The offset the write starts at, as the store says; its whole parts are recorded. */
@@ -143,7 +145,7 @@ export class TusWriter {
     private readonly deferRecords: boolean,
   ) {
     this.version = tus.version;
-    this.filler = new PartFiller(c.blobs, file, firstPart, (n, part) => this.committed(n, part));
+    this.filler = new PartFiller(engine, file, firstPart, (n, part) => this.committed(n, part));
   }
 
   private committed(partNumber: number, part: CommittedPart): void {
@@ -164,7 +166,7 @@ export class TusWriter {
   }
 
   private async drop(parts: Array<{ partNumber: number; part: CommittedPart }>): Promise<void> {
-    for (const p of parts) await this.c.blobs.dropPart(this.file.blob_key, this.file.upload_id!, p.partNumber, p.part.etag).catch(() => {});
+    for (const p of parts) await this.engine.dropPart(this.file, p.partNumber, p.part.etag);
   }
 
   /** Runs `change` if the upload is still open and still at this writer's version, then moves the version on. */

@@ -5,9 +5,10 @@
  * joined objects one after the other (one part in memory at a time). It then becomes a ready
  * file like any other, and the partial uploads are removed.
  */
-import { errors } from '../core/errors.js';
-import type { Caller } from '../core/access.js';
-import type { TusCreate, TusState, TusUploads, Found } from './tus-uploads.js';
+import { errors } from '../../core/errors.js';
+import type { Caller } from '../../core/access.js';
+import type { TusUploads } from './tus.js';
+import { askOf, type Found, type TusCreate, type TusState } from './tus-meta.js';
 
 /** More than any client sends; bounds the work one request can ask for. */
 export const MAX_PARTIALS = 1000;
@@ -36,7 +37,7 @@ export async function concatenate(t: TusUploads, caller: Caller, req: TusCreate,
   const length = partials.reduce((n, p) => n + p.file.size, 0);
   if (length > t.c.opts.maxFileSize) throw errors.fileTooLarge(t.c.opts.maxFileSize);
   // Limits (a grant's too) apply here as at any creation; the final upload is the file.
-  const file = await t.createFile(caller, t.askOf(caller, req.metadata, length), 'final', req.rawMetadata, fileIds.join(' '));
+  const file = await t.createFile(caller, askOf(caller, req.metadata, length), 'final', req.rawMetadata, fileIds.join(' '));
   const held = await t.c.meta.tryExclusive(`tus:${file.id}`, async () => {
     const found = await t.find(t.c.meta.read, caller, file.id);
     await t.writeFrom(found, await t.stateOf(found), { body: concatenated(t, partials), checksum: null });

@@ -4,9 +4,9 @@
  * bytes are on disk for good, so the store never lists a part a power cut could take back; the
  * flush overlaps the next parts' transfer instead of delaying the answer.
  */
-import { KeyedQueue } from '../core/coalesce.js';
-import type { CommittedPart, StoredFile } from '../core/ports.js';
-import type { ServiceContext } from './context.js';
+import { KeyedQueue } from '../../core/coalesce.js';
+import type { CommittedPart, StoredFile } from '../../core/ports.js';
+import type { ServiceContext } from '../context.js';
 
 export class PartRecords {
   /** Per file, the versions of each part waiting, recorded in the order they arrived. */

@@ -7,13 +7,14 @@
  * Which parts are joined is the plan's: all of them for contract §4's uploads, the ones the
  * client lists for S3's CompleteMultipartUpload.
  */
-import { errors } from '../core/errors.js';
-import type { MetadataTx, StoredFile, StoredPart } from '../core/ports.js';
-import type { FileRecord } from '../core/api.js';
-import type { ServiceContext } from './context.js';
-import { fileEventData, fileRecord } from './records.js';
+import { errors } from '../../core/errors.js';
+import { missingParts, partCount } from '../../core/upload.js';
+import type { MetadataTx, StoredFile, StoredPart } from '../../core/ports.js';
+import type { FileRecord } from '../../core/api.js';
+import type { ServiceContext } from '../context.js';
+import { fileEventData, fileRecord } from '../records.js';
 
-export interface JoinPlan {
+export interface PartsPolicy {
   /** The recorded parts to join, in order; throws (a CofferError) when they cannot be joined. */
   choose(file: StoredFile, parts: StoredPart[]): StoredPart[];
   /** Whether the joined object must be exactly the size the file declared. */
@@ -22,11 +23,23 @@ export interface JoinPlan {
   extra?: Partial<StoredFile>;
   /** More work in the transaction that makes the file ready. */
   onReady?(tx: MetadataTx, ready: StoredFile): Promise<void>;
+  /** Checked before anything is joined (a dialect's own refusals). */
+  check?(file: StoredFile): Promise<void>;
 }
+
+/** Every part the declared size makes, all of them there. */
+export function everyPart(file: StoredFile, parts: StoredPart[]): StoredPart[] {
+  const missing = missingParts(partCount(file.size), parts.map((p) => p.part_number));
+  if (missing.length > 0) throw errors.missingParts(missing);
+  return parts;
+}
+
+/** contract §4's completion: every part, into a file of the declared size. */
+export const ALL_PARTS: PartsPolicy = { declaredSize: true, choose: everyPart };
 
 const ATTEMPTS = 3;
 
-export async function joinParts(c: ServiceContext, fileId: string, plan: JoinPlan): Promise<{ record: FileRecord; seq: number }> {
+export async function joinParts(c: ServiceContext, fileId: string, plan: PartsPolicy): Promise<{ record: FileRecord; seq: number }> {
   for (let attempt = 1; ; attempt++) {
     const file = await c.requireFile(c.meta.read, fileId);
     if (file.status === 'ready') {
@@ -85,4 +98,27 @@ export async function joinParts(c: ServiceContext, fileId: string, plan: JoinPla
     }
     return outcome;
   }
+}
+
+/**
+ * Joins every part of an upload into the object at its key without making it a file (a tus
+ * partial upload, contract §9): `mark` records that, in the transaction that drops the parts,
+ * or says 'gone' when the upload was removed meanwhile. Run inside the completion's exclusive.
+ */
+export async function assembleParts(c: ServiceContext, file: StoredFile, mark: (tx: MetadataTx) => Promise<'gone' | 'marked'>): Promise<void> {
+  const parts = everyPart(file, await c.meta.read.listParts(file.id));
+  await c.blobs.completeMultipart(file.blob_key, file.upload_id!, parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })));
+  const at = c.now();
+  await c.meta.transaction(async (tx) => {
+    const current = await tx.getFile(file.id, 'update');
+    const marked = current ? await mark(tx) : 'gone';
+    if (marked === 'gone') {
+      // Removed while joined: the object just made is nobody's.
+      await tx.queueBlobDeletion([{ bucket: file.bucket, blob_key: file.blob_key, upload_id: null, object: 1 }], at);
+      return;
+    }
+    await tx.deleteParts(file.id);
+    // The multipart upload's leftovers (the parts themselves, on disk).
+    await tx.queueBlobDeletion([{ bucket: file.bucket, blob_key: file.blob_key, upload_id: file.upload_id, object: 0 }], at);
+  });
 }

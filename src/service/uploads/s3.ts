@@ -1,28 +1,26 @@
 /**
- * S3's multipart uploads (contract §12) on Coffer's upload engine: the same files in `uploading`
- * state, the same blob store multipart upload with parts streamed in as they arrive and
- * recorded once durable (part-records.ts), the same join (completion.ts: SHA-256, file.ready,
+ * S3's multipart uploads (contract §12) on the upload engine (engine.ts): the same files in
+ * `uploading` state, the same blob store multipart upload with parts streamed in as they arrive
+ * and recorded once durable (part-records.ts), the same join (join.ts: SHA-256, file.ready,
  * prewarm at every edge). What differs is S3's part rules: a part is any size up to 5 GiB and
  * numbered 1–10,000, the size of the file is known only at the end, and the client says which
  * parts make the object; each but the last must be at least 5 MiB. An upload's S3 UploadId is
  * its file id.
  */
 import { createHash } from 'node:crypto';
-import { errors, fail } from '../core/errors.js';
-import type { FieldErrorCode } from '../core/error-codes.js';
-import { newId } from '../core/ids.js';
-import { nameKey, validateName } from '../core/names.js';
-import { fileTypeFor } from '../core/file-types.js';
-import { CHUNK_SIZE } from '../core/upload.js';
-import { UploadGoneError, type MetadataTx, type S3Upload, type StoredFile, type StoredPart } from '../core/ports.js';
-import type { Visibility } from '../core/records.js';
-import type { Caller } from '../core/access.js';
-import type { ServiceContext } from './context.js';
-import type { Located, Paths } from './paths.js';
-import { fileInReach } from './access.js';
-import { authorize } from './policy.js';
-import { joinParts } from './completion.js';
-import { removeFiles } from './trash.js';
+import { errors, fail } from '../../core/errors.js';
+import type { FieldErrorCode } from '../../core/error-codes.js';
+import { validateName } from '../../core/names.js';
+import { fileTypeFor } from '../../core/file-types.js';
+import { CHUNK_SIZE } from '../../core/upload.js';
+import type { MetadataTx, S3Upload, StoredFile, StoredPart } from '../../core/ports.js';
+import type { Visibility } from '../../core/records.js';
+import type { Caller } from '../../core/access.js';
+import type { ServiceContext } from '../context.js';
+import type { Located, Paths } from '../paths.js';
+import { fileInReach } from '../access.js';
+import { authorize } from '../policy.js';
+import type { UploadEngine } from './engine.js';
 
 export const MAX_PARTS = 10_000;
 export const MAX_PART_SIZE = 5 * 1024 * 1024 * 1024;
@@ -48,34 +46,17 @@ const partError = (code: FieldErrorCode, message: string, partNumber?: number) =
   fail(code, message, partNumber === undefined ? {} : { part_number: partNumber });
 
 export class Multipart {
-  constructor(private readonly c: ServiceContext, private readonly paths: Paths) {}
+  constructor(private readonly c: ServiceContext, private readonly engine: UploadEngine, private readonly paths: Paths) {}
 
   async create(caller: Caller, u: NewUpload): Promise<StoredFile> {
     authorize(caller, 'upload');
     if (u.at.place !== 'inside') throw errors.outOfReach();
     const name = validateName(u.name);
-    const id = newId();
-    const blobKey = `files/${id}`;
-    const { uploadId } = await this.c.blobs.createMultipart(blobKey);
-    const now = this.c.now();
-    const folderId = u.at.folder?.id ?? null;
-    const file: StoredFile = {
-      id, name, name_key: nameKey(name), visibility: u.visibility, size: 0, file_type: fileTypeFor(name, u.contentType), content_type: u.contentType,
-      folder_id: folderId, status: 'uploading', sha256: null, created_at: now, updated_at: now, completed_at: null,
-      bucket: this.c.blobs.bucket, blob_key: blobKey, upload_id: uploadId, upload_expires_at: now + this.c.opts.uploadTtlSeconds * 1000,
-      grant_id: null, links_revoked_at: null, s3_etag: null, s3_meta: u.meta,
-    };
-    try {
-      await this.c.meta.transaction(async (tx) => {
-        if (folderId !== null) await this.c.requireFolder(tx, folderId, 'folder_id', 'share');
-        await tx.insertFile(file);
-        await tx.s3.insertUpload({ file_id: id, bucket_id: u.bucketId, object_key: u.key, created_at: now });
-      });
-    } catch (err) {
-      await this.c.blobs.abortMultipart(blobKey, uploadId).catch(() => {});
-      throw err;
-    }
-    return file;
+    return this.engine.begin({
+      name, visibility: u.visibility, size: 0, fileType: fileTypeFor(name, u.contentType), contentType: u.contentType,
+      folderId: u.at.folder?.id ?? null, grantId: null, extra: { s3_etag: null, s3_meta: u.meta },
+      within: (tx, file) => tx.s3.insertUpload({ file_id: file.id, bucket_id: u.bucketId, object_key: u.key, created_at: file.created_at }),
+    });
   }
 
   /** The open upload these values name, or 404 upload_not_found. */
@@ -100,37 +81,20 @@ export class Multipart {
     }
     if (size > MAX_PART_SIZE) throw errors.payloadTooLarge(MAX_PART_SIZE);
     const { file } = await this.requireUpload(this.c.meta.read, caller, u);
-    const writer = await this.c.blobs.openPart(file.blob_key, file.upload_id!, partNumber, size);
-    let etag: string;
-    try {
-      for await (const piece of body) await writer.write(piece);
-      etag = md5();
-    } catch (err) {
-      await writer.discard().catch(() => {});
-      throw err;
-    }
-    const replacing = this.c.parts.has(file.id, partNumber) || (await this.c.meta.read.getPart(file.id, partNumber)) !== undefined;
-    let part;
-    try {
-      part = await this.c.blobs.commitPart(file.blob_key, file.upload_id!, partNumber, writer);
-    } catch (err) {
-      if (err instanceof UploadGoneError) throw errors.uploadNotFound();
-      throw err;
-    }
-    const recorded = this.c.parts.record(file, partNumber, part, replacing, etag);
-    // Another origin sharing a PostgreSQL store knows only recorded parts.
-    if ((replacing || this.c.meta.dialect === 'postgres') && !(await recorded)) {
+    const outcome = await this.engine.writePart(file, partNumber, body, size, md5);
+    if (!outcome.kept) {
       // Completed or aborted while it was stored: never 200 for a part not kept.
+      if (outcome.why === 'gone') throw errors.uploadNotFound();
       await this.requireUpload(this.c.meta.read, caller, u);
       throw errors.unavailable('The part could not be stored; send it again.');
     }
-    return etag;
+    return outcome.md5!;
   }
 
   /** The parts recorded so far, by number, with their MD5s. */
   async parts(caller: Caller, u: UploadKey): Promise<{ file: StoredFile; upload: S3Upload; parts: StoredPart[] }> {
     authorize(caller, 'upload.list');
-    await this.c.parts.settle(u.uploadId);
+    await this.engine.settle(u.uploadId);
     const found = await this.requireUpload(this.c.meta.read, caller, u);
     return { ...found, parts: await this.c.meta.read.listParts(u.uploadId) };
   }
@@ -146,7 +110,7 @@ export class Multipart {
     if (done && done.status === 'ready' && !(await this.c.meta.read.s3.getUpload(u.uploadId)) && done.s3_etag?.includes('-') && (await fileInReach(this.c.meta.read, caller, done))) {
       return done;
     }
-    await this.c.parts.settle(u.uploadId);
+    await this.engine.settle(u.uploadId);
     await this.requireUpload(this.c.meta.read, caller, u);
     if (listed.length === 0 || listed.length > MAX_PARTS) throw partError('malformed_parts', 'List between 1 and 10,000 parts.');
     for (let i = 1; i < listed.length; i++) {
@@ -165,11 +129,7 @@ export class Multipart {
     const total = preview.reduce((sum, p) => sum + p.size, 0);
     if (total > this.c.opts.maxFileSize) throw errors.fileTooLarge(this.c.opts.maxFileSize);
     const etag = `${createHash('md5').update(Buffer.concat(preview.map((p) => Buffer.from(p.md5!, 'hex')))).digest('hex')}-${preview.length}`;
-    const outcome = await this.c.meta.exclusive(`complete:${u.uploadId}`, () => joinParts(this.c, u.uploadId, {
-      declaredSize: false, choose, extra: { s3_etag: etag }, onReady: (tx) => tx.s3.deleteUpload(u.uploadId),
-    }));
-    this.c.emptyTrash();
-    if (outcome.seq) await this.c.publish(outcome.seq);
+    await this.engine.complete(u.uploadId, { declaredSize: false, choose, extra: { s3_etag: etag }, onReady: (tx) => tx.s3.deleteUpload(u.uploadId) });
     const file = await this.c.requireFile(this.c.meta.read, u.uploadId);
     await this.paths.replaceOlder(file);
     return file;
@@ -177,11 +137,7 @@ export class Multipart {
 
   async abort(caller: Caller, u: UploadKey): Promise<void> {
     authorize(caller, 'upload');
-    await this.c.meta.transaction(async (tx) => {
-      const { file } = await this.requireUpload(tx, caller, u, 'update');
-      await removeFiles(tx, [file], this.c.now());
-    });
-    this.c.emptyTrash();
+    await this.engine.abort(async (tx) => (await this.requireUpload(tx, caller, u, 'update')).file);
   }
 
   /** A bucket's open uploads the caller reaches, by key, after a key and upload id. */

@@ -3,7 +3,7 @@
 import { Command, Option } from 'commander';
 import { resolve } from 'node:path';
 import type { startEdge as StartEdge } from '../edge/server.js';
-import type { startOrigin as StartOrigin } from '../origin/server.js';
+import type { startOrigin as StartOrigin } from '../start/origin.js';
 import { ConfigError, SETTINGS, flagName, loadConfig, type Config, type SettingName } from '../config/config.js';
 import { CREDENTIALS_FILE, MISSING_EDGE_TOKEN, type Generated } from '../config/credentials.js';
 import { SERVICE_UMASK, prepareDataDir } from '../config/data-dir.js';
@@ -64,7 +64,7 @@ function untilSignal(close: () => Promise<void>): void {
 const startOrigin: typeof StartOrigin = async (...args) => {
   const memory = await import('../origin/memory.js');
   memory.keepYoungGenerationSmall();
-  const origin = await (await import('../origin/server.js')).startOrigin(...args);
+  const origin = await (await import('../start/origin.js')).startOrigin(...args);
   memory.compactAfterStart();
   return origin;
 };

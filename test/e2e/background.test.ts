@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
-import type { OriginStores } from '../../src/origin/server.js';
+import type { OriginStores } from '../../src/start/origin.js';
 import { storedObjectExists } from '../helpers/stored-object.js';
 import { waitFor } from '../kit/index.js';
 

@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, type SettingName } from '../../src/config/config.js';
-import { startOrigin, type OriginStores, type RunningOrigin } from '../../src/origin/server.js';
+import { startOrigin, type OriginStores, type RunningOrigin } from '../../src/start/origin.js';
 import type { Clock } from '../../src/core/clock.js';
 import { createDatabase } from './postgres.js';
 import { S3RVER_CREDENTIALS, S3_REGION, testS3Client } from './s3.js';

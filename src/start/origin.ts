@@ -1,4 +1,8 @@
-/** Starts an origin: stores, credentials, the HTTP app and the upload sweeper. */
+/**
+ * Starts an origin process: its stores, credentials, the service over them, the edge feed, the
+ * origin's listener (src/origin) and the S3 interface's (src/s3), and the sweeper. The one
+ * place that knows both listeners: src/origin and src/s3 do not import each other.
+ */
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/config.js';
 import { resolveCredentials, type Credentials, type Generated } from '../config/credentials.js';
@@ -7,8 +11,8 @@ import { openBlobStore, openMetadataStore } from '../adapters/open.js';
 import type { BlobStore, MetadataStore } from '../core/ports.js';
 import { Background, CofferService } from '../service/service.js';
 import { watchUnhandledRejections } from '../metrics/unhandled.js';
-import { originMetrics } from './metrics.js';
-import { buildOriginApp } from './app.js';
+import { originMetrics } from '../origin/metrics.js';
+import { buildOriginApp } from '../origin/app.js';
 import { buildS3App } from '../s3/server.js';
 import { EdgeHub } from '../feed/hub.js';
 import { openEventWake } from '../feed/event-wake.js';

@@ -3,7 +3,7 @@
  * re-check, and a ready file's bytes. Built on the stores it is given; the origin's routes
  * (origin/edge-routes.ts) only carry it over HTTP.
  */
-import type { BlobStore, MetadataStore, StoredFile } from '../core/ports.js';
+import { isBlobNotFound, type BlobStore, type MetadataStore, type StoredFile } from '../core/ports.js';
 import { ROOT_CONTEXT, chainIsComplete, fileEventData, folderEventData } from '../service/records.js';
 
 const edgeFile = (f: StoredFile) => fileEventData(f, ROOT_CONTEXT);
@@ -50,11 +50,16 @@ export class EdgeRecords {
     return { file: record, folders: chain.map(folderEventData) };
   }
 
-  /** A ready file's bytes, or undefined. */
+  /** A ready file's bytes, or undefined (also when the file was deleted since it was looked up). */
   async blob(id: string): Promise<EdgeBlob | undefined> {
     const file = await this.readyFile(id);
     if (!file) return undefined;
-    return { stream: await this.blobs.read(file.blob_key), size: file.size, sha256: file.sha256 };
+    try {
+      return { stream: await this.blobs.read(file.blob_key), size: file.size, sha256: file.sha256 };
+    } catch (err) {
+      if (isBlobNotFound(err)) return undefined;
+      throw err;
+    }
   }
 
   private async readyFile(id: string): Promise<StoredFile | undefined> {

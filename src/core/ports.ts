@@ -288,7 +288,7 @@ export interface MetadataTx {
 }
 
 /**
- * Where an edge stands with every origin sharing the store (see origin/edge-hub.ts):
+ * Where an edge stands with every origin sharing the store (see feed/hub.ts):
  * `caught_up` may hold a lease; `lapsed` had a change answered without it; `behind` is new,
  * or was lapsed and has been heard from again, and must apply the head before a lease.
  */

@@ -1,5 +1,5 @@
 /**
- * The edges' shared lease table (origin/edge-hub.ts) over Kysely: the same queries on SQLite
+ * The edges' shared lease table (feed/hub.ts) over Kysely: the same queries on SQLite
  * and PostgreSQL. Every change of a row moves its version on, so writers compare and set.
  */
 import type { Kysely, Transaction } from 'kysely';
@@ -55,7 +55,7 @@ export class KyselyEdgeLeaseRows {
       }))
       .returningAll()
       .execute();
-    // Wakes origins waiting on these edges (origin/event-wake.ts).
+    // Wakes origins waiting on these edges (feed/event-wake.ts).
     if (this.dialect === 'postgres') await sql`select pg_notify('coffer_edge_acks', '')`.execute(this.db);
     return rows.map(edgeLeaseRow);
   }

@@ -196,7 +196,7 @@ export class KyselyTx implements MetadataTx {
       data: JSON.stringify(event.data),
       created_at: at,
     }).returning('seq').executeTakeFirstOrThrow();
-    // Wakes other origins' edge feeds at commit (origin/event-wake.ts); delivered only if this commits.
+    // Wakes other origins' edge feeds at commit (feed/event-wake.ts); delivered only if this commits.
     if (this.dialect === 'postgres') await sql`select pg_notify('coffer_events', ${String(row.seq)})`.execute(this.db);
     return Number(row.seq);
   }
@@ -373,7 +373,7 @@ export class KyselyMetadataStore implements MetadataStore {
     return Number(result.numDeletedRows);
   }
 
-  // ---- the edges' shared lease table (origin/edge-hub.ts) ----------------------------
+  // ---- the edges' shared lease table (feed/hub.ts) ----------------------------
 
   async recordEdgeAcks(acks: EdgeAck[]): Promise<EdgeLease[]> {
     const rows = mergeAcks(acks);

@@ -125,7 +125,7 @@ const sessions: Migration = {
 };
 
 /**
- * The edges' shared lease table (origin/edge-hub.ts): what each edge has applied, until when
+ * The edges' shared lease table (feed/hub.ts): what each edge has applied, until when
  * it counts as live, and whether it may hold a lease, written by whichever origin hears it, so
  * that a change made on one origin waits for edges following another.
  */

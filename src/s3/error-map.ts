@@ -4,6 +4,7 @@
  * unnoticed (the type below wants them all).
  */
 import { ERROR_CODES, isErrorCode, type ErrorCode } from '../core/error-codes.js';
+import { isBlobNotFound } from '../core/ports.js';
 import { S3Error, isS3Error, s3Errors } from './errors.js';
 
 /** Where an error happened, for the elements S3 names in it. */
@@ -129,6 +130,8 @@ const BY_STATUS: Record<number, Mapper> = {
  */
 export function toS3Error(err: unknown, at: ErrorSubject = {}): S3Error {
   if (isS3Error(err)) return err;
+  // The object's bytes went while the request was served (deleted by another request).
+  if (isBlobNotFound(err)) return at.key ? s3Errors.noSuchKey(at.key) : s3Errors.internal();
   const e = err as { status?: unknown; statusCode?: unknown; code?: unknown; message?: unknown; details?: Record<string, unknown> } | null;
   // The framework refuses a request it cannot read (a Content-Type that is no media type): the client's fault, not a retry.
   if (e && typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 && typeof e.code === 'string' && e.code.startsWith('FST_')) {

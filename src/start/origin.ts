@@ -101,9 +101,9 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
       onAttempt: (outcome) => metrics.webhookAttempt(outcome),
     },
     publish: async (seq) => {
-      const started = performance.now();
+      const started = clock.monotonic();
       await hub.publish(seq);
-      metrics.changeAcknowledged((performance.now() - started) / 1000);
+      metrics.changeAcknowledged((clock.monotonic() - started) / 1000);
     },
   });
   // Edges' acknowledgements and leases live in the database, so several origins sharing it

@@ -4,7 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
-import { storedObjectExists, uploadHeld } from '../helpers/stored-object.js';
+import { ManualClock } from '../kit/index.js';
+import { expectGone, storedObjectExists, uploadHeld } from '../helpers/stored-object.js';
 import { verifyLink } from '../../src/core/signing.js';
 import { nodeHmac } from '../../src/core/hmac-node.js';
 import { expectError } from '../helpers/api.js';
@@ -35,13 +36,6 @@ async function getFile(o: TestOrigin, fileId: string): Promise<any> {
   const r = await o.post('/collections/file/get', { file_id: fileId });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body;
-}
-
-/** Waits until the blob store no longer holds `what` (embedded files or the S3 bucket: test/helpers/stored-object.ts). */
-async function waitGone(what: string, held: () => Promise<boolean>, ms = 3000): Promise<void> {
-  const until = Date.now() + ms;
-  while ((await held()) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-  expect(await held(), `${what} should be gone`).toBe(false);
 }
 
 describe('files', () => {
@@ -143,7 +137,7 @@ describe('files', () => {
     expectError(await o.post('/collections/file/delete', { file_id: f.file_id }), 404, 'file_not_found');
     expectError(await o.post('/collections/file/download', { file_id: f.file_id }), 404, 'file_not_found');
     expectError(await o.post('/collections/create-link', { file_id: f.file_id, file_type: 'other' }), 404, 'file_not_found');
-    await waitGone(`the object of ${f.file_id}`, () => storedObjectExists(o, f.file_id));
+    await expectGone(`the object of ${f.file_id}`, () => storedObjectExists(o, f.file_id));
   });
 
   it('deletes a file that is still uploading, with its parts', async () => {
@@ -158,7 +152,7 @@ describe('files', () => {
     expect(r.body).toEqual({ file_id: s.fileId, deleted: true });
     expectError(await o.post('/collections/file/get', { file_id: s.fileId }), 404, 'file_not_found');
     expectError(await o.post('/collections/upload/complete-upload', { file_id: s.fileId }), 404, 'file_not_found');
-    await waitGone(`upload ${s.uploadId}`, () => uploadHeld(o, s.uploadId));
+    await expectGone(`upload ${s.uploadId}`, () => uploadHeld(o, s.uploadId));
   });
 });
 
@@ -248,7 +242,10 @@ describe('effective visibility', () => {
 
 describe('download', () => {
   let o: TestOrigin;
-  beforeAll(async () => { o = await startTestOrigin(); });
+  /** The origin's time: a link's expiry is known to the second. */
+  const clock = new ManualClock(Date.now());
+  const nowSeconds = () => Math.floor(clock.now() / 1000);
+  beforeAll(async () => { o = await startTestOrigin({}, { clock }); });
   afterAll(async () => { await o.close(); });
 
   function checkSigned(url: string, fileId: string, secrets: string[]) {
@@ -258,8 +255,7 @@ describe('download', () => {
     expect(u.searchParams.get('download')).toBe('1');
     expect(u.searchParams.get('X-Expires')).toMatch(/^\d+$/);
     expect(u.searchParams.get('X-Sig')).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const now = Math.floor(Date.now() / 1000);
-    const check = verifyLink(u.pathname, u.search.slice(1), secrets, now, nodeHmac);
+    const check = verifyLink(u.pathname, u.search.slice(1), secrets, nowSeconds(), nodeHmac);
     expect(check).toMatchObject({ kind: 'valid', download: true });
     return Number(u.searchParams.get('X-Expires'));
   }
@@ -279,27 +275,24 @@ describe('download', () => {
     const parent = await mkdir(o, 'p', grand.folder_id);
     const viaFolder = await upload(o, { name: 'via.txt', folder_id: parent.folder_id });
     for (const f of [own, viaFolder]) {
-      const before = Date.now();
       const r = await o.post('/collections/file/download', { file_id: f.file_id });
       expect(r.status).toBe(200);
       expect(r.body.file_id).toBe(f.file_id);
       const expires = checkSigned(r.body.download_url, f.file_id, [o.secret]);
       expect(r.body.expires_at).toMatch(ISO_MS);
       expect(r.body.expires_at).toBe(new Date(expires * 1000).toISOString());
-      const at = Date.parse(r.body.expires_at);
-      expect(at).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 + 3600_000 - 2000);
-      expect(at).toBeLessThanOrEqual(Date.now() + 3600_000 + 2000);
+      expect(Date.parse(r.body.expires_at)).toBe((nowSeconds() + 3600) * 1000);
       // Signed for this file only, with another secret it fails.
       const u = new URL(r.body.download_url);
-      expect(verifyLink(u.pathname, u.search.slice(1), ['another-secret'], Math.floor(Date.now() / 1000), nodeHmac).kind).toBe('invalid');
-      expect(verifyLink('/files/other', u.search.slice(1), [o.secret], Math.floor(Date.now() / 1000), nodeHmac).kind).toBe('invalid');
+      expect(verifyLink(u.pathname, u.search.slice(1), ['another-secret'], nowSeconds(), nodeHmac).kind).toBe('invalid');
+      expect(verifyLink('/files/other', u.search.slice(1), [o.secret], nowSeconds(), nodeHmac).kind).toBe('invalid');
       // Without download=1 the signature no longer holds.
       const q = u.search.slice(1).split('&').filter((p) => p !== 'download=1').join('&');
-      expect(verifyLink(u.pathname, q, [o.secret], Math.floor(Date.now() / 1000), nodeHmac).kind).toBe('invalid');
+      expect(verifyLink(u.pathname, q, [o.secret], nowSeconds(), nodeHmac).kind).toBe('invalid');
     }
     const r = await o.post('/collections/file/download', { file_id: own.file_id, expiry: 120 });
     const expires = checkSigned(r.body.download_url, own.file_id, [o.secret]);
-    expect(Math.abs(expires - (Math.floor(Date.now() / 1000) + 120))).toBeLessThanOrEqual(2);
+    expect(expires).toBe(nowSeconds() + 120);
     const max = await o.post('/collections/file/download', { file_id: own.file_id, expiry: 86400 });
     expect(max.status).toBe(200);
     const one = await o.post('/collections/file/download', { file_id: own.file_id, expiry: 1 });

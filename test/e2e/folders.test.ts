@@ -7,7 +7,7 @@ import BetterSqlite3 from '../../src/adapters/metadata/better-sqlite3.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
-import { storedObjectExists, uploadHeld } from '../helpers/stored-object.js';
+import { expectGone, storedObjectExists, uploadHeld } from '../helpers/stored-object.js';
 import { KyselyMetadataStore } from '../../src/adapters/metadata/kysely-store.js';
 import { nameKey } from '../../src/core/names.js';
 import type { PageQuery, SortField, SortOrder, StoredFile } from '../../src/core/ports.js';
@@ -61,12 +61,6 @@ async function listAll(o: TestOrigin, body: Record<string, unknown>, path = '/co
 
 const entryIds = (page: any): string[] => [...page.folders.map((f: any) => f.folder_id), ...page.files.map((f: any) => f.file_id)];
 
-/** Waits until the blob store no longer holds `what` (embedded files or the S3 bucket: test/helpers/stored-object.ts). */
-async function waitGone(what: string, held: () => Promise<boolean>, ms = 3000): Promise<void> {
-  const until = Date.now() + ms;
-  while ((await held()) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-  expect(await held(), `${what} should be gone`).toBe(false);
-}
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 let seq = 0;
@@ -371,8 +365,8 @@ describe('folder delete', () => {
     expectError(part, 404, 'upload_not_found');
     expectError(await o.post('/collections/list', { folder_id: a.folder_id }), 404, 'folder_not_found');
 
-    for (const id of blobs) await waitGone(`the object of ${id}`, () => storedObjectExists(o, id));
-    await waitGone(`upload ${u.uploadId}`, () => uploadHeld(o, u.uploadId));
+    for (const id of blobs) await expectGone(`the object of ${id}`, () => storedObjectExists(o, id));
+    await expectGone(`upload ${u.uploadId}`, () => uploadHeld(o, u.uploadId));
 
     const left = await list(o, { folder_id: parent.folder_id });
     expect(left.folders).toEqual([]);

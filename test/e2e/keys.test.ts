@@ -7,10 +7,13 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
+import { ManualClock } from '../kit/index.js';
 
 let o: TestOrigin;
+/** The origin's time: keys expire as the test moves it. */
+const clock = new ManualClock(Date.now());
 beforeAll(async () => {
-  o = await startTestOrigin();
+  o = await startTestOrigin({}, { clock });
 });
 afterAll(async () => o?.close());
 
@@ -59,7 +62,7 @@ describe('making, listing, revoking', () => {
     const k = await makeKey({ name: 'brief', scopes: ['read'], expires_in: 1 });
     expect(Date.parse(k.expires_at) - Date.parse(k.created_at)).toBe(1000);
     expect((await o.post('/collections/list', {}, as(k.key))).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 1100));
+    await clock.advance(1100);
     expectError(await o.post('/collections/list', {}, as(k.key)), 401, 'unauthorized');
   });
 

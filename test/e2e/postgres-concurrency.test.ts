@@ -4,7 +4,7 @@
  * without its bytes, no object or upload left behind, every answer one the contract allows.
  * The same races inside one origin on the embedded store must end as well.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,9 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BlobStore } from '../../src/core/ports.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { createDatabase } from '../helpers/postgres.js';
+import { sha256 } from '../kit/index.js';
 
 const CHUNK = 5 * 1024 * 1024;
-const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 const setups: Array<[string, 'postgres' | 'sqlite']> = [
   ['two origins on one PostgreSQL database', 'postgres'],

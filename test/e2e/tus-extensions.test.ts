@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
 import { openUploadIds, readStoredObject, storedObjectIds } from '../helpers/stored-object.js';
-import { MiB, offsetOf, sha256, sleep, storedTails, tusClient, tusMetadata, type TusAnswer } from '../helpers/tus.js';
+import { MiB, offsetOf, storedTails, tusClient, tusMetadata, type TusAnswer } from '../helpers/tus.js';
+import { sha256, sleep } from '../kit/index.js';
 
 let o: TestOrigin;
 let c: ReturnType<typeof tusClient>;

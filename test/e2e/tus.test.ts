@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
 import { readStoredObject } from '../helpers/stored-object.js';
-import { MiB, offsetOf, sha256, sleep, slowly, storedTails, tus, tusClient, tusMetadata } from '../helpers/tus.js';
+import { MiB, offsetOf, slowly, storedTails, tus, tusClient, tusMetadata } from '../helpers/tus.js';
+import { sha256, sleep } from '../kit/index.js';
 
 const MAX = 40 * MiB;
 let o: TestOrigin;

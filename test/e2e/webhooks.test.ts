@@ -10,6 +10,7 @@ import { verifyWebhook } from '../../src/sdk/index.js';
 import { isSpecialAddress } from '../../src/service/url-guard.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
+import { waitFor } from '../kit/index.js';
 
 interface Received {
   headers: http.IncomingHttpHeaders;
@@ -43,11 +44,7 @@ class Receiver {
 
   /** Waits until `pred` holds of what arrived. */
   async until(pred: (got: Received[]) => boolean, what: string, ms = 15_000): Promise<void> {
-    const end = Date.now() + ms;
-    while (!pred(this.got)) {
-      if (Date.now() > end) throw new Error(`receiver: ${what} did not happen within ${ms} ms (got ${this.got.length})`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await waitFor(() => pred(this.got), { timeoutMs: ms, intervalMs: 25, what: () => `receiver: ${what} (got ${this.got.length})` });
   }
 
   async close(): Promise<void> {

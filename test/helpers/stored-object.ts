@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import {
   GetObjectCommand, HeadObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand, NoSuchKey, NotFound,
 } from '@aws-sdk/client-s3';
+import { expect } from 'vitest';
+import { poll } from '../kit/poll.js';
 import { testS3Client } from './s3.js';
 
 /** An origin as far as its stored bytes go (a TestOrigin). */
@@ -121,6 +123,12 @@ export async function storedParts(o: StoreOf, uploadId: string): Promise<string[
     const out = await client.send(new ListPartsCommand({ Bucket: s3.bucket, Key: upload.Key!, UploadId: uploadId }));
     return (out.Parts ?? []).map((p) => String(p.PartNumber));
   });
+}
+
+/** Waits until the blob store no longer holds `what`, then asserts it. */
+export async function expectGone(what: string, held: () => Promise<boolean>, ms = 3000): Promise<void> {
+  await poll(async () => !(await held()), { timeoutMs: ms, intervalMs: 20 });
+  expect(await held(), `${what} should be gone`).toBe(false);
 }
 
 /** Whether the store still holds an open upload: its blobs/multipart/<uploadId> dir, or S3's multipart upload. */

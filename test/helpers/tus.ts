@@ -9,10 +9,6 @@ import { rawRequest } from './raw-http.js';
 import { testS3Client } from './s3.js';
 import { sleep } from '../kit/poll.js';
 
-/** Kept for the tests that still import them from here. */
-export { sha256 } from '../kit/hash.js';
-export { sleep };
-
 export const MiB = 1024 * 1024;
 
 export interface TusAnswer {

@@ -22,9 +22,11 @@ export async function poll(cond: () => boolean | Promise<boolean>, opts: PollOpt
   }
 }
 
-/** Asks `cond` until it holds; throws, naming `what`, when the time is up. */
-export async function waitFor(cond: () => boolean | Promise<boolean>, opts: PollOptions & { what?: string } = {}): Promise<void> {
-  if (!(await poll(cond, opts))) throw new Error(opts.what ? `timed out waiting for ${opts.what}` : 'timed out');
+/** Asks `cond` until it holds; throws, naming `what` (made when needed), when the time is up. */
+export async function waitFor(cond: () => boolean | Promise<boolean>, opts: PollOptions & { what?: string | (() => string) } = {}): Promise<void> {
+  if (await poll(cond, opts)) return;
+  const what = typeof opts.what === 'function' ? opts.what() : opts.what;
+  throw new Error(what ? `timed out waiting for ${what}` : 'timed out');
 }
 
 /** Runs `assertion` until it passes; when the time is up, its last failure is thrown. */

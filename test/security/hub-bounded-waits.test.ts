@@ -13,12 +13,12 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { createDatabase } from '../helpers/postgres.js';
+import { sleep } from '../kit/index.js';
 
 const LEASE_MS = 1000;
 /** Polling, the clock allowance between origins and a busy test machine. */
 const MARGIN_MS = 1000;
 const EDGE_TOKEN = 'hub-test-edge-token-' + randomBytes(12).toString('hex');
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 interface AckAnswer {
   lease: boolean;

@@ -7,10 +7,10 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
+import { sleep } from '../kit/index.js';
 
 const LEASE_MS = 1000;
 const EDGE_TOKEN = 'hub-feed-token-' + randomBytes(12).toString('hex');
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Events of about 1 KiB, like file records with long names. */
 const EVENTS = 40_000;

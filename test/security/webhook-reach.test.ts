@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
+import { waitFor } from '../kit/index.js';
 
 interface Event { type: string; seq: number; data: Record<string, any> }
 
@@ -33,11 +34,7 @@ class Receiver {
   }
 
   async until(pred: (got: Event[]) => boolean, what: string, ms = 15_000): Promise<void> {
-    const end = Date.now() + ms;
-    while (!pred(this.got)) {
-      if (Date.now() > end) throw new Error(`receiver: ${what} did not happen within ${ms} ms (got ${JSON.stringify(this.got.map((e) => e.type))})`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await waitFor(() => pred(this.got), { timeoutMs: ms, intervalMs: 25, what: () => `receiver: ${what} (got ${JSON.stringify(this.got.map((e) => e.type))})` });
   }
 
   async close(): Promise<void> {

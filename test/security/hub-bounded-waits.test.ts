@@ -16,7 +16,12 @@ import { createDatabase } from '../helpers/postgres.js';
 import { sleep } from '../kit/index.js';
 
 const LEASE_MS = 1000;
-/** Polling, the clock allowance between origins and a busy test machine. */
+/**
+ * Polling, the clock allowance between origins and a busy test machine. The bounds here are on
+ * the wall clock because the check runs end to end, over HTTP and on PostgreSQL, whose work
+ * takes real time; the same rules are held to the millisecond on a clock moved by hand in
+ * test/unit/feed-bounded-waits.test.ts and feed-shared-leases.test.ts.
+ */
 const MARGIN_MS = 1000;
 const EDGE_TOKEN = 'hub-test-edge-token-' + randomBytes(12).toString('hex');
 

@@ -9,7 +9,9 @@
  * log through their own origin; a delete or a visibility change answered by one origin is in
  * force at the edge following the other the moment it is answered; an edge following one
  * origin that is cut off holds a change on the other for at most its lease, stops serving
- * within its lease, and catches up after.
+ * within its lease, and catches up after. Those bounds are on the wall clock, with a second's
+ * margin: the origins and edges are processes, which a clock moved by hand cannot reach. The
+ * lease rules themselves run on such a clock in test/unit/feed-shared-leases.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';

@@ -21,6 +21,8 @@ import { jsonClient, sha256, sleep, upload as uploadBytes } from '../kit/index.j
 // Long enough that a test process busy with a large body (it proxies every edge's feed) does
 // not starve an edge of its lease; the timing checks below are relative to it (and a recheck
 // with the origin gives up after a third of it, under the 1 s a cut-off edge may keep a request).
+// They are on the wall clock: the origin and edges are processes, out of reach of a clock moved
+// by hand (the lease rules run on one in test/unit/feed-*.test.ts).
 const LEASE_MS = 2400;
 const MAX_AGE = 120;
 const CDN = 'http://cdn.test';

@@ -141,6 +141,7 @@ export function renderSummary(s: Summary): string {
   out.push("(MiB/s: median of the rounds, 1 MiB = 2^20 bytes; x tus, x dd: ratio of the medians; server RSS: its highest VmRSS sampled while the line ran)");
   out.push("");
   out.push(...renderCpu(s.lines));
+  out.push(...renderBuilds(s.lines));
   out.push("");
   for (const m of s.memory) {
     const idle = `${fmt(m.idleMB)} MB${m.idleTarget ? ` (< ${m.idleTarget.max} MB ${verdict(m.idleTarget.pass)})` : ""}`;
@@ -170,4 +171,23 @@ function renderCpu(lines: LineResult[]): string[] {
     " + PG, s3rver: what the postgres-s3 origin stores into, beside its own figure; others: cores kept busy by every other",
     " process of the machine during the line's rounds (median): figures of rounds on a busy machine are higher, see bench/README.md)",
   ];
+}
+
+/**
+ * With several builds: each other build's server CPU per GiB over the first build's, round by
+ * round. A line's builds are next to each other in the order of the lines, so in most rounds one
+ * runs right after the other and the machine changed less between the two than between rounds.
+ */
+function renderBuilds(lines: LineResult[]): string[] {
+  const out: string[] = [];
+  for (const first of lines.filter((l) => l.build !== null)) {
+    const others = lines.filter((l) => l.build !== null && l.build !== first.build && l.kind === first.kind && l.storage === first.storage);
+    if (lines.find((l) => l.kind === first.kind && l.storage === first.storage && l.build !== null) !== first) continue;
+    for (const other of others) {
+      const n = Math.min(first.serverCpuMs.length, other.serverCpuMs.length);
+      const ratios = Array.from({ length: n }, (_, i) => other.serverCpuMs[i]! / first.serverCpuMs[i]!).filter(Number.isFinite);
+      out.push(`  ${first.label} (${first.storage}): ${other.build} / ${first.build} ${fmt(median(ratios), 2)} (rounds ${ratios.map((r) => r.toFixed(2)).join(" ")})`);
+    }
+  }
+  return out.length === 0 ? [] : ["", "Server CPU per GiB of each other build over the first, rounds paired (median, then each round):", ...out];
 }

@@ -125,7 +125,7 @@ async function run(opts: Options): Promise<number> {
       await bounded(`${what}: cleanup`, opts.timeoutMs, children, (signal) => l.cleanup(signal));
       // What the cleanup set off (emptying the trash) is not counted in the next round on this server.
       const after = await settle(l.server, closed);
-      if (after !== null && after > 0) log(`  ${what}: ${after} ms of the server's CPU after the round (untimed: the check, the cleanup and what it set off)`);
+      if (after !== null && after > 0) log(`  ${what}: ${after} ms of the server's CPU after the round (untimed: the cleanup and what it set off)`);
       return timing;
     };
     for (let round = 1; round <= opts.warmup; round++) {

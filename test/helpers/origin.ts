@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig, type SettingName } from '../../src/config/config.js';
 import { startOrigin, type OriginStores, type RunningOrigin } from '../../src/start/origin.js';
 import type { Clock } from '../../src/core/clock.js';
+import { jsonClient } from '../kit/client.js';
 import { createDatabase } from './postgres.js';
 import { S3RVER_CREDENTIALS, S3_REGION, testS3Client } from './s3.js';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
@@ -113,23 +114,7 @@ export async function startTestOrigin(settings: Partial<Record<SettingName, stri
   const url = origin.url;
   return {
     url, key, secret, dataDir, origin, logs, databaseUrl: config.databaseUrl, blobStore: config.blobStore,
-    async post(path, body, init = {}) {
-      const res = await fetch(url + path, {
-        method: 'POST',
-        // A header given as undefined is left out (a caller without the root key's Authorization).
-        headers: Object.fromEntries(Object.entries({ authorization: `Bearer ${key}`, 'content-type': 'application/json', ...init.headers })
-          .filter((e): e is [string, string] => e[1] !== undefined)),
-        body: typeof init.raw === "string" || init.raw === undefined ? (init.raw ?? JSON.stringify(body)) : new Uint8Array(init.raw),
-      });
-      const text = await res.text();
-      let parsed: any;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = text;
-      }
-      return { status: res.status, body: parsed, headers: res.headers };
-    },
+    post: jsonClient(url, key).post,
     async close() {
       await origin.close();
       if (!settings.COFFER_DATA_DIR) await rm(dataDir, { recursive: true, force: true });
@@ -137,17 +122,5 @@ export async function startTestOrigin(settings: Partial<Record<SettingName, stri
   };
 }
 
-/** Uploads bytes through the three-step flow; returns the ready record. */
-export async function uploadBytes(o: TestOrigin, bytes: Buffer, fields: Record<string, unknown> = {}): Promise<any> {
-  const init = await o.post('/collections/upload/file', { name: 'file.bin', visibility: 'Public', size: bytes.length, file_type: 'other', ...fields });
-  if (init.status !== 200) throw new Error(`initiate: ${init.status} ${JSON.stringify(init.body)}`);
-  const s = init.body;
-  for (let n = 1; n <= s.part_count; n++) {
-    const chunk = bytes.subarray((n - 1) * s.chunk_size, n * s.chunk_size);
-    const r = await o.post('/collections/upload/file-progress', { bucket: s.bucket, key: s.key, uploadId: s.uploadId, fileId: s.fileId, partNumber: n, body: chunk.toString('base64') });
-    if (r.status !== 200) throw new Error(`part ${n}: ${r.status} ${JSON.stringify(r.body)}`);
-  }
-  const done = await o.post('/collections/upload/complete-upload', { file_id: s.fileId });
-  if (done.status !== 200) throw new Error(`complete: ${done.status} ${JSON.stringify(done.body)}`);
-  return done.body;
-}
+/** Uploads bytes through the three-step flow; returns the ready record (test/kit/upload.ts). */
+export { upload as uploadBytes } from '../kit/upload.js';

@@ -62,7 +62,7 @@ function untilSignal(close: () => Promise<void>): void {
 
 // The service's modules load only for the commands that run it, so client commands start fast.
 const startOrigin: typeof StartOrigin = async (...args) => {
-  const memory = await import('../origin/memory.js');
+  const memory = await import('../start/memory.js');
   memory.keepYoungGenerationSmall();
   const origin = await (await import('../start/origin.js')).startOrigin(...args);
   memory.compactAfterStart();

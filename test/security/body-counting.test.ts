@@ -1,6 +1,6 @@
 /**
  * The origin's servers make their requests as ReceivingMessage (src/http/received-bytes.ts),
- * which counts body bytes for the memory policy (src/origin/memory.ts). Attacked here:
+ * which counts body bytes for the memory policy (src/start/memory.ts). Attacked here:
  * - ReceivingMessage against Node's own IncomingMessage, byte for byte, for every awkward
  *   request shape (chunked with trailers and thousands of tiny chunks, empty, 100-continue,
  *   pipelined, aborted mid-body, GET/HEAD with bodies, absolute-form targets, Upgrade and
@@ -21,7 +21,7 @@ import { Readable } from 'node:stream';
 import { PutObjectCommand, GetObjectCommand, CreateBucketCommand } from '@aws-sdk/client-s3';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BUFFER_HEADROOM_BYTES, BodyCollector, COLLECT_EVERY_BYTES, type Gc } from '../../src/origin/memory.js';
+import { BUFFER_HEADROOM_BYTES, BodyCollector, COLLECT_EVERY_BYTES, type Gc } from '../../src/start/memory.js';
 import { ReceivingMessage, onReceivedBytes } from '../../src/http/received-bytes.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { expectContractError, rawRequest, rawSocket } from '../helpers/raw-http.js';

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { BUFFER_HEADROOM_BYTES, BodyCollector, COLLECT_EVERY_BYTES, type Gc } from '../../src/origin/memory.js';
+import { BUFFER_HEADROOM_BYTES, BodyCollector, COLLECT_EVERY_BYTES, type Gc } from '../../src/start/memory.js';
 import { onReceivedBytes } from '../../src/http/received-bytes.js';
 import { httpServerOptions } from '../../src/http/request-timeouts.js';
 
@@ -115,7 +115,7 @@ describe('scavenges on the origin thread alone', () => {
   // origin's flags. Tracing starts once they are set: loading the module may scavenge before.
   const helperShares = (flags: boolean): number[] => {
     const script = `
-      ${flags ? `const { keepYoungGenerationSmall } = await import(${JSON.stringify(`${DIST}/origin/memory.js`)}); keepYoungGenerationSmall();` : ''}
+      ${flags ? `const { keepYoungGenerationSmall } = await import(${JSON.stringify(`${DIST}/start/memory.js`)}); keepYoungGenerationSmall();` : ''}
       (await import('node:v8')).default.setFlagsFromString('--trace-gc-nvp');
       const kept = [];
       for (let i = 0; i < 2e6; i++) {
@@ -142,7 +142,7 @@ describe('marks on the origin thread alone', () => {
   // the origin's flags; and how many marking cycles started.
   const helperMarking = (flags: boolean): { cycles: number; kb: number[] } => {
     const script = `
-      ${flags ? `const { keepYoungGenerationSmall } = await import(${JSON.stringify(`${DIST}/origin/memory.js`)}); keepYoungGenerationSmall();` : ''}
+      ${flags ? `const { keepYoungGenerationSmall } = await import(${JSON.stringify(`${DIST}/start/memory.js`)}); keepYoungGenerationSmall();` : ''}
       const ring = new Array(300000);
       for (let i = 0; i < 3e6; i++) ring[i % ring.length] = { i, b: [i], s: 'x' + i };
     `;
@@ -172,7 +172,7 @@ describe('memory given back once started', () => {
     // some 50 MB here). The young generation is left out: its size is keepYoungGenerationSmall's.
     const script = `
       import v8 from 'node:v8';
-      const { compactAfterStart } = await import(${JSON.stringify(`${DIST}/origin/memory.js`)});
+      const { compactAfterStart } = await import(${JSON.stringify(`${DIST}/start/memory.js`)});
       let made = [];
       for (let i = 0; i < 400000; i++) made.push({ i, s: 'x' + i, a: [i, i] });
       made = null;

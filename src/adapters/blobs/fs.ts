@@ -5,11 +5,13 @@
  * written to disk once, and an object is whole or absent.
  */
 import { createReadStream } from 'node:fs';
-import { link, mkdir, open, readFile, rename, rm, readdir, stat, type FileHandle } from 'node:fs/promises';
+import { link, mkdir, open, readFile, rename, rm, readdir, stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { createHash, randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { FileHasher, type HashId } from './file-hasher.js';
+import { PassHash } from './pass-hash.js';
+import { FsPartWriter, fsyncDir, hashFile } from './fs-part.js';
 import { BlobNotFoundError, UploadGoneError, type BlobStore, type ByteRange, type CommittedPart, type PartWriter } from '../../core/ports.js';
 
 const SAFE_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
@@ -30,57 +32,10 @@ function checkKey(key: string): string[] {
   return segments;
 }
 
-async function fsyncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-class FsPartWriter implements PartWriter {
-  bytesWritten = 0;
-  private closed = false;
-  /** Set once the file was renamed into an upload: nothing left to discard. */
-  committed = false;
-
-  constructor(readonly path: string, private handle: FileHandle) {}
-
-  async write(chunk: Buffer): Promise<void> {
-    // Written at once: the caller reuses its buffer after this resolves.
-    let offset = 0;
-    while (offset < chunk.length) {
-      const { bytesWritten } = await this.handle.write(chunk, offset, chunk.length - offset, null);
-      offset += bytesWritten;
-    }
-    this.bytesWritten += chunk.length;
-  }
-
-  /** Flushes, makes the bytes durable and closes the file. */
-  /** Makes the written bytes durable and closes the file; it may have been renamed meanwhile. */
-  async seal(): Promise<void> {
-    try {
-      await this.handle.datasync();
-    } finally {
-      this.closed = true;
-      await this.handle.close();
-    }
-  }
-
-  async discard(): Promise<void> {
-    if (this.committed) return;
-    if (!this.closed) {
-      this.closed = true;
-      await this.handle.close().catch(() => {});
-    }
-    await rm(this.path, { force: true });
-  }
-}
-
 /**
- * Hashes an upload's parts in order while the rest are still arriving, so complete
- * seldom reads every byte again. It only ever vouches for the exact part versions
+ * For an upload whose parts do not come in order (PassHash could not take them as they
+ * passed): hashes its parts in order, read back on the hashing thread, while the rest are
+ * still arriving, so complete seldom reads every byte again. It only ever vouches for the exact part versions
  * (etags) it read; complete falls back to hashing from the first unvouched part.
  */
 class RunningHash {
@@ -103,6 +58,8 @@ export class FsBlobStore implements BlobStore {
   private readonly tmp: string;
   private readonly manifests = new Map<string, Manifest>();
   private readonly running = new Map<string, RunningHash>();
+  /** Uploads whose parts have all come in order so far, hashed as they passed. */
+  private readonly passing = new Map<string, PassHash>();
   private readonly hasher = new FileHasher();
 
   private constructor(root: string, bucket: string) {
@@ -139,12 +96,31 @@ export class FsBlobStore implements BlobStore {
     return { uploadId };
   }
 
-  /** The part's identity is only needed at commit: the bytes go to a temporary file first. */
-  async openPart(_key: string, _uploadId: string, _partNumber: number, _expectedSize: number): Promise<PartWriter> {
-    return this.openUnnamedPart();
+  /** The part's identity is only needed at commit: the bytes go to a temporary file first, hashed on their way when in order. */
+  async openPart(_key: string, uploadId: string, partNumber: number, _expectedSize: number): Promise<PartWriter> {
+    const writer = await this.openUnnamedPart();
+    if (this.running.has(uploadId)) return writer;
+    let pass = this.passing.get(uploadId);
+    if (!pass) {
+      if (this.passing.size >= MAX_RUNNING_HASHES) this.passing.delete(this.passing.keys().next().value!);
+      pass = new PassHash();
+      this.passing.set(uploadId, pass);
+    }
+    const claimed = pass;
+    writer.hash = claimed.claim(partNumber, writer);
+    if (writer.hash) writer.onRelease = () => claimed.release(writer);
+    else this.readBack(uploadId);
+    return writer;
   }
 
-  async openUnnamedPart(): Promise<PartWriter> {
+  /** The upload's parts can no longer all be hashed as they pass: those hashed so far are read back too. */
+  private readBack(uploadId: string): void {
+    const pass = this.passing.get(uploadId);
+    this.passing.delete(uploadId);
+    pass?.etags.forEach((etag, i) => this.noteCommitted(uploadId, i + 1, etag));
+  }
+
+  async openUnnamedPart(): Promise<FsPartWriter> {
     const path = this.tmpPath();
     return new FsPartWriter(path, await open(path, 'wx', 0o600));
   }
@@ -162,7 +138,13 @@ export class FsBlobStore implements BlobStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !(await stat(dir).then(() => true, () => false))) throw new UploadGoneError(key, uploadId);
       throw err;
     }
-    this.noteCommitted(uploadId, partNumber, etag);
+    const pass = this.passing.get(uploadId);
+    const hash = writer.hash;
+    writer.hash = null;
+    if (!pass || !hash || !pass.committed(writer, hash, partNumber, etag, writer.bytesWritten)) {
+      this.readBack(uploadId);
+      this.noteCommitted(uploadId, partNumber, etag);
+    }
     const durable = writer.seal().then(() => fsyncDir(dir));
     // The caller awaits `durable`; this keeps an unawaited failure from crashing the process.
     durable.catch(() => {});
@@ -210,6 +192,13 @@ export class FsBlobStore implements BlobStore {
       throw new UploadGoneError(key, uploadId);
     }
     const ordered = [...parts].sort((a, b) => a.partNumber - b.partNumber);
+    const pass = this.passing.get(uploadId);
+    this.passing.delete(uploadId);
+    if (pass) {
+      // Hashed as they passed: only parts it cannot vouch for are read, here.
+      const { hash, sizes } = pass.prefix(ordered);
+      return this.join(key, dir, target, ordered, sizes.length, sizes, (path) => hashFile(hash, path), async () => hash.digest('hex'));
+    }
     const run = this.running.get(uploadId);
     if (run) await run.chain;
     // Start from what the running hash read, if it read exactly these versions.
@@ -220,6 +209,20 @@ export class FsBlobStore implements BlobStore {
     if (run && vouched < run.etags.length) vouched = 0;
     const hash = run && vouched > 0 ? this.hasher.fork(run.id) : this.hasher.create();
     const sizes: number[] = run && vouched > 0 ? run.sizes.slice(0, vouched) : [];
+    try {
+      return await this.join(key, dir, target, ordered, vouched, sizes, (path) => this.hasher.update(hash, path), () => this.hasher.digest(hash));
+    } catch (err) {
+      this.hasher.drop(hash);
+      throw err;
+    }
+  }
+
+  /**
+   * Links the parts into a staged object and publishes it; `hashPart` feeds the hash each part
+   * from the `vouched`-th on (answering its size), those before it are in it already.
+   */
+  private async join(key: string, dir: string, target: string, ordered: Array<{ partNumber: number; etag: string }>, vouched: number, sizes: number[],
+    hashPart: (path: string) => Promise<number>, digest: () => Promise<string>): Promise<{ size: number; sha256: string }> {
     const staging = this.tmpPath();
     await mkdir(staging);
     try {
@@ -227,13 +230,12 @@ export class FsBlobStore implements BlobStore {
         // Each part was fsynced when it arrived; linking shares its bytes instead of writing them again.
         const linked = join(staging, String(index + 1));
         await link(join(dir, `${part.partNumber}.${checkKey(part.etag)[0]}`), linked);
-        if (index >= vouched) sizes.push(await this.hasher.update(hash, linked));
+        if (index >= vouched) sizes.push(await hashPart(linked));
       }
-      const manifest: Manifest = { size: sizes.reduce((a, b) => a + b, 0), sha256: await this.hasher.digest(hash), parts: sizes };
+      const manifest: Manifest = { size: sizes.reduce((a, b) => a + b, 0), sha256: await digest(), parts: sizes };
       await this.publish(key, staging, target, manifest);
       return { size: manifest.size, sha256: manifest.sha256 };
     } catch (err) {
-      this.hasher.drop(hash);
       await rm(staging, { recursive: true, force: true });
       throw err;
     }
@@ -293,6 +295,7 @@ export class FsBlobStore implements BlobStore {
   }
 
   async abortMultipart(_key: string, uploadId: string): Promise<void> {
+    this.passing.delete(uploadId);
     this.forgetRunning(uploadId);
     await rm(this.uploadDir(uploadId), { recursive: true, force: true });
   }

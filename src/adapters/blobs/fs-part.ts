@@ -1,0 +1,72 @@
+/**
+ * What the disk store (fs.ts) writes with: a part's writer, which hashes its bytes on their way
+ * when the upload's hash takes them as they pass (pass-hash.ts), and the flushes it needs.
+ */
+import { createReadStream } from 'node:fs';
+import { open, rm, type FileHandle } from 'node:fs/promises';
+import type { Hash } from 'node:crypto';
+import type { PartWriter } from '../../core/ports.js';
+
+/** Feeds a file's bytes to `hash`; answers its size. */
+export async function hashFile(hash: Hash, path: string): Promise<number> {
+  let size = 0;
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return size;
+}
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+export class FsPartWriter implements PartWriter {
+  bytesWritten = 0;
+  private closed = false;
+  /** Set once the file was renamed into an upload: nothing left to discard. */
+  committed = false;
+  /** The upload's hash the bytes pass through (pass-hash.ts), and whom to tell when the part is given up. */
+  hash: Hash | null = null;
+  onRelease: (() => void) | null = null;
+
+  constructor(readonly path: string, private handle: FileHandle) {}
+
+  async write(chunk: Buffer): Promise<void> {
+    this.hash?.update(chunk);
+    // Written at once: the caller reuses its buffer after this resolves.
+    let offset = 0;
+    while (offset < chunk.length) {
+      const { bytesWritten } = await this.handle.write(chunk, offset, chunk.length - offset, null);
+      offset += bytesWritten;
+    }
+    this.bytesWritten += chunk.length;
+  }
+
+  /** Flushes, makes the bytes durable and closes the file. */
+  /** Makes the written bytes durable and closes the file; it may have been renamed meanwhile. */
+  async seal(): Promise<void> {
+    try {
+      await this.handle.datasync();
+    } finally {
+      this.closed = true;
+      await this.handle.close();
+    }
+  }
+
+  async discard(): Promise<void> {
+    if (this.committed) return;
+    this.hash = null;
+    this.onRelease?.();
+    if (!this.closed) {
+      this.closed = true;
+      await this.handle.close().catch(() => {});
+    }
+    await rm(this.path, { force: true });
+  }
+}

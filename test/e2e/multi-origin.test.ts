@@ -28,7 +28,7 @@ import { expectError } from '../helpers/api.js';
 import { rawRequest, type RawAnswer } from '../helpers/raw-http.js';
 import { createDatabase } from '../helpers/postgres.js';
 import { startS3, type TestS3 } from '../helpers/s3.js';
-import { jsonClient, sha256, sleep, upload as uploadBytes } from '../kit/index.js';
+import { jsonClient, poll, sha256, sleep, upload as uploadBytes } from '../kit/index.js';
 
 const LEASE_MS = 1500;
 /** How long an edge's link is held up in the hiccup checks: far less than its lease. */
@@ -294,8 +294,7 @@ describe.each(CONFIGURATIONS)('two origins: $name', (configuration) => {
       const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`;
       const hook = await ok('A', '/collections/webhooks/create', { url, events: ['folder.created'] });
       for (let i = 0; i < 12; i++) await ok(i % 2 ? 'A' : 'B', '/collections/folder/create', { name: `hooked-${i}`, visibility: 'Public' });
-      const end = Date.now() + 30_000;
-      while (seen.size < 12 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      await poll(() => seen.size >= 12, { timeoutMs: 30_000 });
       expect(seen.size).toBe(12);
       expect([...seen.values()].every((n) => n === 1)).toBe(true);
       await ok('B', '/collections/webhooks/delete', { webhook_id: hook.webhook_id });

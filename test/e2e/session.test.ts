@@ -12,7 +12,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
-import { sha256 } from '../kit/index.js';
+import { ManualClock, poll, sha256 } from '../kit/index.js';
 
 const TWELVE_HOURS = 43_200;
 
@@ -401,22 +401,26 @@ describe('session storage', () => {
   });
 
   it('refuses an expired session at once, and the sweeper deletes it', async () => {
-    const o = await startTestOrigin({ COFFER_SESSION_TTL: '1' });
+    // The origin's time: the session expires, and the sweeper runs, as the test moves it.
+    const clock = new ManualClock(Date.now());
+    const o = await startTestOrigin({ COFFER_SESSION_TTL: '1' }, { clock });
     try {
       const s = await signIn(o);
       expect(sessionCookieOf(s.answer).attrs.get('max-age')).toBe('1');
-      expect(Date.parse(s.expiresAt) - Date.now()).toBeLessThanOrEqual(1000);
+      expect(Date.parse(s.expiresAt) - clock.now()).toBeLessThanOrEqual(1000);
       expect((await call(o, 'POST', '/collections/list', {}, s.creds)).status).toBe(200);
       const hash = sha256(s.token);
       const rowCount = () => sessionRows(o, hash);
       expect(await rowCount()).toBe(1);
-      await new Promise((r) => setTimeout(r, Date.parse(s.expiresAt) - Date.now() + 50));
+      await clock.advance(Date.parse(s.expiresAt) - clock.now() + 50);
       // Refused whether or not the sweeper has run yet.
       expectError(await call(o, 'GET', '/session', undefined, { cookie: s.cookie }), 401, 'unauthorized');
       expectError(await call(o, 'POST', '/collections/list', {}, s.creds), 401, 'unauthorized');
-      // With a 1 s lifetime the sweeper runs every 250 ms.
-      const until = Date.now() + 3000;
-      while ((await rowCount()) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      // With a 1 s lifetime the sweeper runs every 250 ms: each ask moves the clock past another run.
+      await poll(async () => {
+        await clock.advance(250);
+        return (await rowCount()) === 0;
+      }, { timeoutMs: 3000 });
       expect(await rowCount()).toBe(0);
       // Signing in again works as ever.
       const again = await signIn(o);

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { storedParts } from '../helpers/stored-object.js';
 import { expectError } from '../helpers/api.js';
-import { sha256 } from '../kit/index.js';
+import { poll, sha256 } from '../kit/index.js';
 
 const CHUNK = 5 * 1024 * 1024;
 const MAX_BODY = 8 * 1024 * 1024;
@@ -281,12 +281,8 @@ describe('raw parts (contract §9)', () => {
     await sendRaw(o, s, 'x', Buffer.alloc(4));
     if (!o.blobStore) {
       const tmp = join(o.dataDir, 'blobs', 'tmp');
-      const until = Date.now() + 3000;
-      let left = await readdir(tmp);
-      while (left.length > 0 && Date.now() < until) {
-        await new Promise((r) => setTimeout(r, 50));
-        left = await readdir(tmp);
-      }
+      let left: string[] = [];
+      await poll(async () => (left = await readdir(tmp)).length === 0, { timeoutMs: 3000 });
       expect(left).toEqual([]);
     }
     expect(await storedParts(o, s.uploadId)).toEqual([]);

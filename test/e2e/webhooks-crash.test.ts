@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { verifyWebhook } from '../../src/sdk/index.js';
 import { spawnCoffer, stopAll, type CofferProcess } from '../helpers/processes.js';
-import { jsonClient, upload } from '../kit/index.js';
+import { jsonClient, poll, upload } from '../kit/index.js';
 
 const KEY = 'webhook-crash-key-' + randomBytes(8).toString('hex');
 let dir = '';
@@ -74,8 +74,7 @@ test('every event made before a SIGKILL arrives after the restart, in order per 
     const second = startOrigin();
     await second.ready;
     const expected = 1 + 3 + 6 + 1;
-    const end = Date.now() + 30_000;
-    while (new Set(accepted.map((a) => a.headers['webhook-id'])).size < expected && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    await poll(() => new Set(accepted.map((a) => a.headers['webhook-id'])).size >= expected, { timeoutMs: 30_000 });
     const byId = new Map(accepted.map((a) => [a.headers['webhook-id'] as string, a]));
     expect(byId.size).toBe(expected);
     const evs = [];

@@ -16,7 +16,7 @@ import { connectionBudget, parseProcLimits } from '../../src/core/fd-budget.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { CLI } from '../helpers/processes.js';
-import { sleep } from '../kit/index.js';
+import { poll, sleep } from '../kit/index.js';
 
 interface Flood {
   sockets: net.Socket[];
@@ -199,11 +199,10 @@ describe('coffer serve', () => {
       f.close();
     }
     let status = 0;
-    const deadline = Date.now() + 10_000;
-    while (status !== 200 && Date.now() < deadline) {
+    await poll(async () => {
       status = await fetch(`${lines.edge}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.status, () => 0);
-      if (status !== 200) await sleep(100);
-    }
+      return status === 200;
+    }, { timeoutMs: 10_000, intervalMs: 100 });
     expect(status).toBe(200);
   });
 });

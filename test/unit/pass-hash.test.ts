@@ -4,7 +4,7 @@
  * of order, sent again, written before its number was known, cut off) still ends in the digest
  * of exactly the bytes joined.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,8 +12,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { FsBlobStore } from '../../src/adapters/blobs/fs.js';
 import { FileHasher } from '../../src/adapters/blobs/file-hasher.js';
 import { PassHash } from '../../src/adapters/blobs/pass-hash.js';
+import { sha256 } from '../kit/index.js';
 
-const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const PART = 64 * 1024;
 
 describe('PassHash', () => {

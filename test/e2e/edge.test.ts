@@ -602,7 +602,6 @@ describe('edge fleet', () => {
     expectBytes(await request(b.url, kept.path), b, { file: kept, signed: false }, 'B kept before');
 
     expect((await b.proc.stop('SIGKILL')).signal).toBe('SIGKILL');
-    // Wall-clock bounds stay here: the origin and edges are child processes, on the system's time.
     const t = Date.now();
     await Promise.all([ok('/collections/file/delete', { file_id: pub.rec.file_id }), ok('/collections/file/delete', { file_id: sec.rec.file_id })]);
     expect(Date.now() - t, 'the deletes wait at most about one lease for the dead edge').toBeLessThan(LEASE_MS + 1000);
@@ -701,7 +700,6 @@ describe('edge fleet', () => {
     const del = await deleting;
     const hid = await hiding;
 
-    // Real time, as above: the fleet runs in child processes.
     expect.soft(del.took, 'delete while an edge is cut off').toBeLessThanOrEqual(LEASE_MS + 1000);
     for (const [i, r] of del.rest.entries()) expectError(r, 404, 'not_found', `${others[i]!.name} right after the delete`);
     expect(del.stale instanceof Error ? del.stale.message : del.stale.status, 'C right after the delete, cut off').toBe(503);

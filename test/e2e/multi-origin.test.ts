@@ -423,7 +423,6 @@ describe.each(CONFIGURATIONS)('two origins: $name', (configuration) => {
     ]);
     await probing;
 
-    // Wall-clock bounds: the origins and edges are child processes, on the system's time.
     expect(del.took, 'delete on A while the edge following B is cut off').toBeLessThanOrEqual(LEASE_MS + 1000);
     expect(hid.took, 'switch on A while the edge following B is cut off').toBeLessThanOrEqual(LEASE_MS + 1000);
     // The cut-off edge's lease ran out before the origins stopped waiting for it.

@@ -374,6 +374,11 @@ export interface MetadataStore {
 export interface PartWriter {
   /** Writes the bytes; the caller may reuse `chunk` once the promise resolves. */
   write(chunk: Buffer): Promise<void>;
+  /**
+   * Writes the chunks one after the other in one gathered write, where the store has one (the
+   * disk's writev): the bytes go from the caller's buffers to the file, copied by no one else.
+   */
+  writev?(chunks: readonly Buffer[]): Promise<void>;
   readonly bytesWritten: number;
   /** Discards what was written; safe to call more than once. */
   discard(): Promise<void>;

@@ -5,7 +5,7 @@
  */
 import { errors } from '../core/errors.js';
 import type { PartWriter } from '../core/ports.js';
-import { POOL_BUFFER_BYTES, giveBack, takeBuffer } from '../core/buffer-pool.js';
+import { Gather } from '../service/uploads/gather.js';
 
 export type RawPartFields = {
   bucket: string;
@@ -50,29 +50,17 @@ export function partFieldsOf(query: unknown): RawPartFields {
 export async function readRawBody(source: AsyncIterable<Buffer>, writer: PartWriter | null, limit: number, declaredLength?: number): Promise<number> {
   if (declaredLength !== undefined && declaredLength > limit) throw errors.payloadTooLarge(limit);
   let total = 0;
-  // Handed to the writer in pooled 1 MiB pieces: a few large writes, not one per packet.
-  let batch: Buffer | null = writer ? takeBuffer() : null;
-  let used = 0;
+  // A few large writes, not one per packet, and no copy on the way to the disk (gather.ts).
+  const gather = writer ? new Gather(writer) : null;
   try {
     for await (const chunk of source) {
       total += chunk.length;
       if (total > limit) throw errors.payloadTooLarge(limit);
-      if (!writer || !batch) continue;
-      let pos = 0;
-      while (pos < chunk.length) {
-        const n = chunk.copy(batch, used, pos);
-        used += n;
-        pos += n;
-        if (used === POOL_BUFFER_BYTES) {
-          await writer.write(batch);
-          used = 0;
-        }
-      }
+      await gather?.write(chunk);
     }
-    if (writer && batch && used > 0) await writer.write(batch.subarray(0, used));
+    await gather?.flush();
     return total;
   } finally {
-    if (batch) giveBack(batch);
-    batch = null;
+    gather?.release();
   }
 }

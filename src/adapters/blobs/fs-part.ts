@@ -48,7 +48,18 @@ export class FsPartWriter implements PartWriter {
     this.bytesWritten += chunk.length;
   }
 
-  /** Flushes, makes the bytes durable and closes the file. */
+  async writev(chunks: readonly Buffer[]): Promise<void> {
+    let pending = chunks.filter((c) => c.length > 0);
+    for (const chunk of pending) this.hash?.update(chunk);
+    while (pending.length > 0) {
+      let { bytesWritten } = await this.handle.writev(pending);
+      this.bytesWritten += bytesWritten;
+      // A short write: go on from the first byte not written.
+      while (pending.length > 0 && bytesWritten >= pending[0]!.length) bytesWritten -= pending.shift()!.length;
+      if (bytesWritten > 0) pending = [pending[0]!.subarray(bytesWritten), ...pending.slice(1)];
+    }
+  }
+
   /** Makes the written bytes durable and closes the file; it may have been renamed meanwhile. */
   async seal(): Promise<void> {
     try {

@@ -6,8 +6,9 @@
  * The offset is (contiguous recorded parts) × 5 MiB + the tail: the bytes of the next part
  * that are in but do not fill it, kept as a small object (core/tus.ts). A write starts by
  * putting the tail back in front of its bytes; whatever is left when the body ends, or is cut
- * off, becomes the new tail. Only the part being filled is held in memory (at most 5 MiB),
- * so a body of any length passes through.
+ * off, becomes the new tail. Only the part being filled is held in memory (at most 5 MiB, by
+ * reference: the bytes are copied by no one between the socket and the file), so a body of
+ * any length passes through.
  *
  * Every change of the offset is a compare-and-set on the upload's version: a writer that
  * finds it moved (another origin wrote, the upload was removed) stops and records nothing more.
@@ -15,11 +16,11 @@
 import { createHash, randomBytes, timingSafeEqual, type Hash } from 'node:crypto';
 import { errors } from '../../core/errors.js';
 import { expectedPartSize } from '../../core/upload.js';
-import { POOL_BUFFER_BYTES, giveBack, takeBuffer } from '../../core/buffer-pool.js';
 import { UploadGoneError, type CommittedPart, type MetadataTx, type PartWriter, type StoredFile } from '../../core/ports.js';
 import { tailKey, type StoredTusUpload } from '../../core/tus.js';
 import type { ServiceContext } from '../context.js';
 import type { UploadEngine } from './engine.js';
+import { Gather } from './gather.js';
 
 export type ChecksumAlgorithm = 'sha256' | 'sha1' | 'md5';
 export const CHECKSUM_ALGORITHMS: readonly ChecksumAlgorithm[] = ['sha256', 'sha1', 'md5'];
@@ -41,15 +42,14 @@ export class StaleWrite extends Error {
 
 /**
  * Fills parts from `firstPart` on; calls `onCommitted` for each full part committed to the
- * store. The part's bytes are copied into pooled 1 MiB slabs as they arrive: each slab goes
- * to the store's writer once full (a few large writes, not one per packet), and all stay
- * until the part is committed, as they become the tail if the body ends first.
+ * store. The part's bytes go to the store's writer as they arrive, a few large writes at a
+ * time (gather.ts), and are held by reference until the part is committed, as they become the
+ * tail if the body ends first.
  */
 class PartFiller {
   private writer: PartWriter | null = null;
-  private slabs: Buffer[] = [];
-  /** Bytes used in the last slab. */
-  private used = POOL_BUFFER_BYTES;
+  private gather: Gather | null = null;
+  private held: Buffer[] = [];
   private heldBytes = 0;
 
   constructor(
@@ -63,26 +63,24 @@ class PartFiller {
     return expectedPartSize(this.file.size, this.partNumber);
   }
 
+  /** Takes `chunk` to keep: its owner must not reuse it (a socket's or a file's reads). */
   async write(chunk: Buffer): Promise<void> {
     let pos = 0;
     while (pos < chunk.length) {
-      // Opened at the part's first byte: S3 starts an UploadPart of the part's length then.
-      this.writer ??= await this.engine.openPart(this.file, this.partNumber, this.expected);
-      if (this.used === POOL_BUFFER_BYTES) {
-        this.slabs.push(takeBuffer());
-        this.used = 0;
+      if (!this.writer) {
+        // Opened at the part's first byte: S3 starts an UploadPart of the part's length then.
+        this.writer = await this.engine.openPart(this.file, this.partNumber, this.expected);
+        this.gather = new Gather(this.writer);
       }
-      const slab = this.slabs[this.slabs.length - 1]!;
-      const room = Math.min(POOL_BUFFER_BYTES - this.used, this.expected - this.heldBytes);
-      const n = chunk.copy(slab, this.used, pos, pos + Math.min(room, chunk.length - pos));
-      this.used += n;
-      this.heldBytes += n;
+      const n = Math.min(chunk.length - pos, this.expected - this.heldBytes);
+      const piece = n === chunk.length ? chunk : chunk.subarray(pos, pos + n);
       pos += n;
+      this.held.push(piece);
+      this.heldBytes += n;
+      await this.gather!.write(piece);
       if (this.heldBytes === this.expected) {
-        await this.writer.write(slab.subarray(0, this.used));
+        await this.gather!.flush();
         await this.commit();
-      } else if (this.used === POOL_BUFFER_BYTES) {
-        await this.writer.write(slab);
       }
     }
   }
@@ -90,10 +88,10 @@ class PartFiller {
   private async commit(): Promise<void> {
     const writer = this.writer!;
     this.writer = null;
+    this.gather?.release();
+    this.gather = null;
     const part = await this.engine.commitUnrecorded(this.file, this.partNumber, writer);
-    giveBack(...this.slabs);
-    this.slabs = [];
-    this.used = POOL_BUFFER_BYTES;
+    this.held = [];
     this.heldBytes = 0;
     this.onCommitted(this.partNumber, part);
     this.partNumber++;
@@ -102,17 +100,17 @@ class PartFiller {
   /** The bytes of the part not yet full, its writer discarded; they are the caller's now. */
   async take(): Promise<{ chunks: Buffer[]; size: number }> {
     await this.discard();
-    const chunks = this.slabs.map((slab, i) => (i === this.slabs.length - 1 ? slab.subarray(0, this.used) : slab));
-    const size = this.heldBytes;
-    this.slabs = [];
-    this.used = POOL_BUFFER_BYTES;
+    const taken = { chunks: this.held, size: this.heldBytes };
+    this.held = [];
     this.heldBytes = 0;
-    return { chunks, size };
+    return taken;
   }
 
   async discard(): Promise<void> {
     const writer = this.writer;
     this.writer = null;
+    this.gather?.release();
+    this.gather = null;
     await writer?.discard().catch(() => {});
   }
 }

@@ -98,7 +98,7 @@ async function runServe(options: Record<string, string | undefined>): Promise<vo
   const { signingSecrets, edgeTokens } = origin.credentials;
   const edge = await startEdge({ ...config, signingSecrets, edgeTokens }, origin.url, { cacheDir: join(config.dataDir, 'edge-cache') });
   // With COFFER_EDGE_PORT=0 the delivery address is known only now.
-  if (config.cdnUrl.endsWith(':0')) origin.service.opts.cdnUrl = edge.url;
+  if (config.cdnUrl.endsWith(':0')) config.cdnUrl = edge.url;
   process.stdout.write(`edge listening on ${edge.url}\n`);
   untilSignal(async () => {
     await edge.close();

@@ -204,7 +204,7 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
   await registerSessionRoutes(app, service, {
     accessKey: opts.accessKey, baseUrl: opts.baseUrl, ttlSeconds: opts.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_SECONDS, errorResponses: ERROR_RESPONSES,
   });
-  await registerPlayground(app, { dir: opts.playgroundDir ?? DEFAULT_PLAYGROUND_DIR, cdnUrl: () => service.opts.cdnUrl });
+  await registerPlayground(app, { dir: opts.playgroundDir ?? DEFAULT_PLAYGROUND_DIR, cdnUrl: () => service.deliveryUrl() });
   if (opts.edges) await registerEdgeRoutes(app, service, opts.edges);
   for (const e of ENDPOINTS) {
     app.post(e.path, {

@@ -15,7 +15,8 @@ import { fileInReach, requireFolderInReach } from './access.js';
 import type { WebhookSendOptions } from './webhooks/sender.js';
 
 export interface ServiceOptions {
-  cdnUrl: string;
+  /** Where files are delivered; a function when it is known only once an edge listens (`coffer serve` on port 0). */
+  cdnUrl: string | (() => string);
   /** The first signs; all verify. */
   signingSecrets: string[];
   uploadTtlSeconds: number;
@@ -54,6 +55,12 @@ export class ServiceContext {
   readonly background: Background;
   /** Parts answered and not yet recorded, whichever way they came. */
   readonly parts: PartRecords;
+
+  /** The delivery address files' URLs start with. */
+  get cdnUrl(): string {
+    const url = this.opts.cdnUrl;
+    return typeof url === 'function' ? url() : url;
+  }
 
   constructor(readonly meta: MetadataStore, readonly blobs: BlobStore, readonly opts: ServiceOptions) {
     this.now = opts.now ?? Date.now;
@@ -113,7 +120,7 @@ export class ServiceContext {
   }
 
   async toFileRecord(tx: MetadataTx, file: StoredFile): Promise<FileRecord> {
-    return fileRecord(file, await this.folderContext(tx, file.folder_id), this.opts.cdnUrl);
+    return fileRecord(file, await this.folderContext(tx, file.folder_id), this.cdnUrl);
   }
 
   async toFolderRecord(tx: MetadataTx, folder: StoredFolder): Promise<FolderRecord> {

@@ -49,7 +49,7 @@ export class Files {
       if (file.status === 'ready') {
         seq = await tx.appendEvent({ type: 'file.updated', file_id: file.id, folder_id: folderId, data: fileEventData(updated, context) }, now);
       }
-      return { record: answer ? fileRecord(updated, context, this.c.opts.cdnUrl) : null, seq };
+      return { record: answer ? fileRecord(updated, context, this.c.cdnUrl) : null, seq };
     });
     if (seq) await this.c.publish(seq);
     return record ?? { file_id: req.file_id, updated: true };

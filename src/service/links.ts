@@ -44,7 +44,7 @@ export class Links {
     const path = deliveryPath(fileId);
     const now = this.c.now();
     const signed = signPath(path, this.c.opts.signingSecrets[0]!, { expiresIn, now: Math.floor(now / 1000), issuedAtMs: now, ...(params ? { params } : {}) }, nodeHmac);
-    return { url: this.c.opts.cdnUrl + signed.pathAndQuery, expiresAt: isoTime(signed.expires * 1000) };
+    return { url: this.c.cdnUrl + signed.pathAndQuery, expiresAt: isoTime(signed.expires * 1000) };
   }
 
   async create(caller: Caller, req: CreateLinkRequest): Promise<CreateLinkResponse> {
@@ -69,7 +69,7 @@ export class Links {
     const { file, record } = await this.readyFile(caller, req.file_id);
     const expiry = checkExpiry(req.expiry);
     if (record.effective_visibility === 'Public') {
-      return { file_id: file.id, download_url: `${this.c.opts.cdnUrl}${deliveryPath(file.id)}?download=1`, expires_at: null };
+      return { file_id: file.id, download_url: `${this.c.cdnUrl}${deliveryPath(file.id)}?download=1`, expires_at: null };
     }
     const link = this.sign(file.id, expiry, { download: '1' });
     return { file_id: file.id, download_url: link.url, expires_at: link.expiresAt };

@@ -76,7 +76,7 @@ export class Listing {
       folder: breadcrumbs[breadcrumbs.length - 1] ?? null,
       breadcrumbs,
       folders: page.folders.map((f) => folderRecord(f, context)),
-      files: page.files.map((f) => fileRecord(f, context, this.c.opts.cdnUrl)),
+      files: page.files.map((f) => fileRecord(f, context, this.c.cdnUrl)),
       next_cursor: page.next,
     };
   }
@@ -94,7 +94,7 @@ export class Listing {
     const context = contextOfChain(chain);
     return {
       folders: page.folders.map((f) => folderRecord(f, context)),
-      files: page.files.map((f) => fileRecord(f, context, this.c.opts.cdnUrl)),
+      files: page.files.map((f) => fileRecord(f, context, this.c.cdnUrl)),
       next_cursor: page.next,
     };
   }

@@ -87,4 +87,9 @@ export class CofferService {
   emptyTrash(): Promise<void> {
     return this.#c.trash.empty();
   }
+
+  /** The delivery address files' URLs start with (contract §7). */
+  deliveryUrl(): string {
+    return this.#c.cdnUrl;
+  }
 }

@@ -86,7 +86,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
   const service = new CofferService(stores.meta, stores.blobs, {
     now: () => clock.now(),
     background,
-    cdnUrl: config.cdnUrl,
+    cdnUrl: () => config.cdnUrl,
     signingSecrets: credentials.signingSecrets,
     rootKey: credentials.accessKey,
     uploadTtlSeconds: config.uploadTtl,

@@ -86,7 +86,7 @@ export async function joinParts(c: ServiceContext, fileId: string, plan: PartsPo
       await plan.onReady?.(tx, ready);
       const context = await c.folderContext(tx, current.folder_id);
       const seq = await tx.appendEvent({ type: 'file.ready', file_id: fileId, folder_id: current.folder_id, data: fileEventData(ready, context) }, at);
-      return { record: fileRecord(ready, context, c.opts.cdnUrl), seq };
+      return { record: fileRecord(ready, context, c.cdnUrl), seq };
     });
     if (outcome === 'gone') {
       c.emptyTrash();

@@ -2,7 +2,7 @@
  * Every request body an origin receives, counted as Node's parser hands it over. Each
  * network read arrives as a buffer of its own whose memory is freed only when V8 collects
  * the buffer's owner, and V8 counts such memory toward a collection only every 64 MB or so;
- * the origin's memory policy (memory.ts) collects sooner, by bytes received.
+ * the origin's memory policy (start/memory.ts) collects sooner, by bytes received.
  */
 import { IncomingMessage } from 'node:http';
 

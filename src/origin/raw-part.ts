@@ -50,7 +50,7 @@ export function partFieldsOf(query: unknown): RawPartFields {
 export async function readRawBody(source: AsyncIterable<Buffer>, writer: PartWriter | null, limit: number, declaredLength?: number): Promise<number> {
   if (declaredLength !== undefined && declaredLength > limit) throw errors.payloadTooLarge(limit);
   let total = 0;
-  // A few large writes, not one per packet, and no copy on the way to the disk (gather.ts).
+  // A few large writes, not one per packet, and no copy on the way to the disk (service/uploads/gather.ts).
   const gather = writer ? new Gather(writer) : null;
   try {
     for await (const chunk of source) {

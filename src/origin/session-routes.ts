@@ -1,7 +1,7 @@
 /**
  * The Playground's sign-in: the access key is exchanged once for an HttpOnly session cookie,
  * so the page never holds the key. Calls made with the cookie also need the session's CSRF
- * token in a header (see auth.ts).
+ * token in a header (see auth/caller.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { EndSessionRequest, EndSessionResponse, SessionRequest, SessionResponse } from '../core/api.js';

@@ -1,5 +1,5 @@
 /**
- * Multipart uploads (contract §12) on Coffer's upload engine (service/multipart.ts):
+ * Multipart uploads (contract §12) on Coffer's upload engine (service/uploads/s3.ts):
  * CreateMultipartUpload, UploadPart (streamed, its MD5 the part's ETag), UploadPartCopy,
  * CompleteMultipartUpload (S3's part rules; the ETag in S3's multipart form),
  * AbortMultipartUpload, ListParts and ListMultipartUploads.

@@ -1,7 +1,7 @@
 /**
  * Who is calling, as established for the route that matched: the root key or a Playground
  * session signed in with it, another key (its scopes and folder), an upload grant, or an edge.
- * Keys, grants and sessions are judged by the service (service/credentials.ts, sessions.ts);
+ * Keys, grants and sessions are judged by the service (service/credentials.ts, service/sessions.ts);
  * the caller is stored per request (`request.caller`) and handed to the service.
  */
 import { errors } from '../../core/errors.js';

@@ -1,6 +1,6 @@
 /**
  * One webhook attempt on the wire (contract §11): a POST of the event with its signed headers,
- * to a receiver reached only at public addresses (url-guard.ts) unless private ones are
+ * to a receiver reached only at public addresses (service/url-guard.ts) unless private ones are
  * allowed, answered within a timeout, and the start of its answer kept for the deliveries
  * list. The sender's retry policy (sender.ts) takes it as a function, so another way of
  * sending can stand in for it.

@@ -64,6 +64,14 @@ describe('import rules', () => {
     expect(broken).toEqual([]);
   });
 
+  test("docs/architecture.md's table is this one", () => {
+    const page = readFileSync(resolve(SRC, '../docs/architecture.md'), 'utf8');
+    const section = page.slice(page.indexOf('## Import rules'));
+    const rows = [...section.matchAll(/^\| `(\w+)`\s*\|([^|\n]*)\|$/gm)];
+    const documented = Object.fromEntries(rows.map((r) => [r[1]!, [...r[2]!.matchAll(/`(\w+)`/g)].map((m) => m[1]!)]));
+    expect(documented).toEqual(ALLOWED);
+  });
+
   test('the origin and the S3 interface do not import each other', () => {
     expect(edges.filter((e) => (e.from === 'origin' && e.to === 's3') || (e.from === 's3' && e.to === 'origin'))).toEqual([]);
   });

@@ -72,6 +72,11 @@ describe('import rules', () => {
     expect(documented).toEqual(ALLOWED);
   });
 
+  test('the service does not branch on the SQL dialect: what differs is a capability of the port', () => {
+    const branching = files.filter((f) => layerOf(f) === 'service' && /\.dialect\b/.test(readFileSync(f, 'utf8')));
+    expect(branching.map((f) => relative(SRC, f))).toEqual([]);
+  });
+
   test('the origin and the S3 interface do not import each other', () => {
     expect(edges.filter((e) => (e.from === 'origin' && e.to === 's3') || (e.from === 's3' && e.to === 'origin'))).toEqual([]);
   });

@@ -20,6 +20,12 @@ export class BodyCutOff extends Error {
   }
 }
 
+/** The body's length as its Content-Length announces it; null for a chunked body. */
+export function announcedLength(request: FastifyRequest): number | null {
+  const length = request.headers['content-length'];
+  return length === undefined ? null : Number(length);
+}
+
 /**
  * The request's bytes as they arrive. A client that stalls is dropped after the idle time
  * (the origin turns that timeout off once a handler runs: here it runs while bytes are read).
@@ -29,7 +35,7 @@ export class BodyCutOff extends Error {
 export async function* bodyOf(request: FastifyRequest, idleTimeoutMs: number): AsyncGenerator<Buffer> {
   const socket = request.raw.socket;
   socket?.setTimeout(idleTimeoutMs);
-  const announced = request.headers['content-length'] === undefined ? null : Number(request.headers['content-length']);
+  const announced = announcedLength(request);
   let received = 0;
   const chunks = request.raw[Symbol.asyncIterator]();
   try {

@@ -2,7 +2,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errors } from '../../core/errors.js';
 import { OFFSET_OCTET_STREAM, byteCount, checksumOf, isOffsetStream, stateHeaders } from './headers.js';
-import { bodyOf, type TusContext } from './context.js';
+import { announcedLength, bodyOf, type TusContext } from './context.js';
 import { idParam, stateResponseHeaders } from './docs.js';
 
 export const patchSchema = {
@@ -23,7 +23,7 @@ export function handlePatch(ctx: TusContext) {
     const offset = byteCount(request, 'Upload-Offset');
     if (offset === undefined) throw errors.invalidField('invalid_header', 'Upload-Offset', 'Send Upload-Offset: the offset HEAD gives.');
     const checksum = checksumOf(request);
-    const state = await ctx.service.tus.write(request.caller!, id, offset, { body: bodyOf(request, ctx.idleTimeoutMs), checksum });
+    const state = await ctx.service.tus.write(request.caller!, id, offset, { body: bodyOf(request, ctx.idleTimeoutMs), checksum, length: announcedLength(request) });
     return reply.code(204).headers(stateHeaders(state, ctx.baseUrl(), false)).send();
   };
 }

@@ -5,7 +5,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errors } from '../../core/errors.js';
 import { OFFSET_OCTET_STREAM, announcesBody, byteCount, checksumOf, concatOf, isOffsetStream, metadataOf, stateHeaders, uploadUrl } from './headers.js';
-import { bodyOf, type TusContext } from './context.js';
+import { announcedLength, bodyOf, type TusContext } from './context.js';
 import { stateResponseHeaders } from './docs.js';
 
 export const postSchema = {
@@ -40,7 +40,7 @@ export function handlePost(ctx: TusContext) {
     let state = await ctx.service.tus.create(caller, { length: length ?? null, metadata: metadata.values, rawMetadata: metadata.raw, concat });
     // Set first: an answer that fails on the bytes still tells the client where to resume.
     reply.header('Location', uploadUrl(ctx.baseUrl(), state.fileId));
-    if (withBytes) state = await ctx.service.tus.write(caller, state.fileId, 0, { body: bodyOf(request, ctx.idleTimeoutMs), checksum });
+    if (withBytes) state = await ctx.service.tus.write(caller, state.fileId, 0, { body: bodyOf(request, ctx.idleTimeoutMs), checksum, length: announcedLength(request) });
     return reply.code(201).headers(stateHeaders(state, ctx.baseUrl(), false)).send();
   };
 }

@@ -40,7 +40,7 @@ export async function concatenate(t: TusUploads, caller: Caller, req: TusCreate,
   const file = await t.createFile(caller, askOf(caller, req.metadata, length), 'final', req.rawMetadata, fileIds.join(' '));
   const held = await t.c.meta.tryExclusive(`tus:${file.id}`, async () => {
     const found = await t.find(t.c.meta.read, caller, file.id);
-    await t.writeFrom(found, await t.stateOf(found), { body: concatenated(t, partials), checksum: null });
+    await t.writeFrom(found, await t.stateOf(found), { body: concatenated(t, partials), checksum: null, length });
     return t.stateOf(await t.find(t.c.meta.read, caller, file.id));
   });
   if (!held.ran) throw errors.uploadBusy();

@@ -30,6 +30,12 @@ export interface TusBody {
   body: AsyncIterable<Buffer>;
   /** Upload-Checksum: the whole body must match it, or none of it is kept. */
   checksum: { algorithm: ChecksumAlgorithm; digest: Buffer } | null;
+  /**
+   * How many bytes the body announced (Content-Length); null when it did not (chunked). A body
+   * must fit the upload's length or none of it is kept: an announced one is refused before its
+   * first byte, one of unknown length has its parts recorded only once it ended within it.
+   */
+  length: number | null;
 }
 
 /** Another writer changed the upload first, or it is gone: this one records nothing more. */

@@ -138,13 +138,16 @@ export class TusUploads {
   /** Writes the body at the upload's offset `before`; the caller holds the upload. */
   async writeFrom(found: Found, before: TusState, input: TusBody): Promise<void> {
     const { file, tus } = found;
+    if (input.length !== null && input.length > 0 && before.offset + input.length > file.size) throw errors.uploadLengthExceeded(file.size);
     if (before.offset === file.size || file.status === 'ready') {
       // Nothing more fits: an empty body is answered with the offset, any byte is too many.
       for await (const chunk of input.body) if (chunk.length > 0) throw errors.uploadLengthExceeded(file.size);
       return;
     }
     const firstPart = Math.floor((before.offset - tus.tail_size) / CHUNK_SIZE) + 1;
-    const writer = new TusWriter(this.c, this.engine, file, tus, before.offset, firstPart, input.checksum !== null);
+    // Under a checksum, or with a length not known ahead (which may run past Upload-Length),
+    // parts are recorded only once the body ended and was found good: none of a refused body is kept.
+    const writer = new TusWriter(this.c, this.engine, file, tus, before.offset, firstPart, input.checksum !== null || input.length === null);
     try {
       await writer.write(input);
     } catch (err) {

@@ -698,4 +698,30 @@ describe('upload engine attacks (disk store)', () => {
     expect(ok.status, ok.body.toString()).toBe(204);
     await expectFile(ok.headers['coffer-file-id']!, exact, 'after 413');
   });
+  it('tus: DELETE racing a PATCH, and racing the PATCH that finishes the upload', async () => {
+    const t = tusClient(o.url, `Bearer ${o.key}`);
+    for (let round = 0; round < 6; round++) {
+      const bytes = randomBytes(CHUNK + 100);
+      const made = await t.create(bytes.length, { filename: `del${round}.bin`, folder_id: folderId });
+      const loc = made.headers.location!;
+      const first = round % 2 === 0 ? 0 : CHUNK;
+      if (first > 0) expect((await t.patch(loc, 0, bytes.subarray(0, first))).status).toBe(204);
+      const patch = t.patch(loc, first, bytes.subarray(first));
+      await sleep(round);
+      const del = await t.remove(loc);
+      const p = await patch;
+      const id = loc.split('/').pop()!;
+      const got = await o.post('/collections/file/get', { file_id: id });
+      const where = `round ${round}: patch ${p.status} ${p.body.toString().slice(0, 120)} / delete ${del.status} ${del.body.toString().slice(0, 120)} / file ${got.status} ${got.body.status}`;
+      if (del.status === 204) {
+        expect(got.status, where).toBe(404);
+        expect(p.status, where).not.toBe(204);
+      } else {
+        expect(del.json?.error?.code, where).toBe('upload_completed');
+        expect(p.status, where).toBe(204);
+        await expectFile(id, bytes, where);
+      }
+      if (p.status !== 204) expect(Object.keys(p.json ?? {}), where).toEqual(['error']);
+    }
+  });
 });

@@ -54,7 +54,7 @@ export class CofferService {
   /** Where work no request waits for runs (background.ts). */
   readonly background: Background;
 
-  constructor(meta: MetadataStore, blobs: BlobStore, readonly opts: ServiceOptions) {
+  constructor(meta: MetadataStore, blobs: BlobStore, readonly opts: Readonly<ServiceOptions>) {
     // The sender exists before the context, so each committed change wakes it, before the
     // publisher (the edges) is waited for: deliveries never wait on edges, nor a change on receivers.
     const sender = new WebhookSender(meta, { ...opts.webhooks, allowPrivate: opts.webhookAllowPrivate ?? false, now: opts.now ?? Date.now });

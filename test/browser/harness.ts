@@ -61,7 +61,7 @@ export async function startPlayground(settings: Partial<Record<SettingName, stri
   });
   const edge = await startEdge(edgeConfig, origin.url, { cacheDir: edgeDir, logStream: quiet() });
   // Delivery URLs point at this edge, as `coffer serve` arranges for a port chosen at start.
-  origin.origin.service.opts.cdnUrl = edge.url;
+  origin.config.cdnUrl = edge.url;
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   await mkdir(SCREENSHOTS, { recursive: true });
   const contexts = new Set<BrowserContext>();

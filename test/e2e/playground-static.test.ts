@@ -119,17 +119,18 @@ describe('the Playground from a build', () => {
   });
 
   it('names the delivery origin in the policy as it is at each request', async () => {
-    const service = o.origin.service;
-    const before = service.opts.cdnUrl;
+    const before = o.config.cdnUrl;
     try {
       // `coffer serve` on a free edge port learns the address only after start; a path prefix is no part of an origin.
-      service.opts.cdnUrl = 'https://edge.example.net:8443/cdn';
+      o.config.cdnUrl = 'https://edge.example.net:8443/cdn';
       const r = await raw(o.url, 'GET', '/');
       expect(r.headers['content-security-policy']).toBe(csp('https://edge.example.net:8443'));
-      service.opts.cdnUrl = 'http://127.0.0.1:45678';
+      o.config.cdnUrl = 'http://127.0.0.1:45678';
       expect((await raw(o.url, 'GET', '/')).headers['content-security-policy']).toBe(csp('http://127.0.0.1:45678'));
+      // Files' delivery URLs follow the same address.
+      expect(o.origin.service.deliveryUrl()).toBe('http://127.0.0.1:45678');
     } finally {
-      service.opts.cdnUrl = before;
+      o.config.cdnUrl = before;
     }
   });
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, type SettingName } from '../../src/config/config.js';
+import { loadConfig, type Config, type SettingName } from '../../src/config/config.js';
 import { startOrigin, type OriginStores, type RunningOrigin } from '../../src/start/origin.js';
 import type { Clock } from '../../src/core/clock.js';
 import { jsonClient } from '../kit/client.js';
@@ -22,6 +22,8 @@ export interface TestOrigin {
   /** COFFER_BLOB_STORE when the bytes are in S3; undefined when in the data dir's blobs/. */
   blobStore?: string;
   origin: RunningOrigin;
+  /** The settings the origin runs with; `coffer serve` sets cdnUrl here once its edge listens. */
+  config: Config;
   /** Every log line the origin wrote. */
   logs: string[];
   /** POSTs JSON with the key; returns the status and parsed body. */
@@ -113,7 +115,7 @@ export async function startTestOrigin(settings: Partial<Record<SettingName, stri
   });
   const url = origin.url;
   return {
-    url, key, secret, dataDir, origin, logs, databaseUrl: config.databaseUrl, blobStore: config.blobStore,
+    url, key, secret, dataDir, origin, config, logs, databaseUrl: config.databaseUrl, blobStore: config.blobStore,
     post: jsonClient(url, key).post,
     async close() {
       await origin.close();

@@ -1,12 +1,14 @@
 // Delivery benchmark: one Coffer origin + one edge against nginx serving the
-// same bytes from disk, loaded with wrk.
+// same bytes from disk and a bare Node `http` server answering them from memory,
+// loaded with wrk. The goals are CPU per request of each server process (utime +
+// stime from /proc over the wrk run ÷ the requests wrk reports), not its rate.
 //
 // Run with `npm run bench:delivery -- [options]` (builds first) or
 // `npx tsx bench/delivery.ts [options]`. See bench/README.md and `--help`.
 //
-// Scenarios, each measured edge then nginx, round after round:
+// Scenarios, each measured edge, bare Node (small and signed only) then nginx, round after round:
 //   small    a 4 KiB Public file at its delivery URL (a cache hit at the edge)
-//   signed   the same file through a signed link (create-link, expiry 3600); nginx serves it plain
+//   signed   the same file through a signed link (create-link, expiry 3600); nginx and bare Node serve it plain
 //   private  a Private file with the same bytes through a signed link (edge only)
 //   large    a 64 MiB Public file, throughput with few connections
 //   logged   the 4 KiB file at a second edge that writes an access log (COFFER_EDGE_ACCESS_LOG),
@@ -61,6 +63,7 @@ import {
   uploadFile,
   verdict,
 } from "./common.js";
+import { answerHeaders, startBareNode } from "./delivery/bare-node.js";
 
 const STARTUP_TIMEOUT_MS = 60_000;
 const HIT_TIMEOUT_MS = 60_000;
@@ -70,10 +73,14 @@ const TARGET_SIGNED_VS_PUBLIC = 0.9;
 const TARGET_LARGE_VS_NGINX = 0.5;
 /** An edge writing its access log keeps at least this share of a plain edge's req/s (contract §11: at most 5% cost). */
 const TARGET_LOGGED_VS_PLAIN = 0.95;
+/** Issue 26: an edge hit's CPU per request at most this multiple of the bare Node server's. */
+const TARGET_CPU_HIT_VS_BARE = 1.25;
+/** Issue 26: a signed hit's CPU per request at most this multiple of a public hit's. */
+const TARGET_CPU_SIGNED_VS_PUBLIC = 1.1;
 
 type ScenarioId = "small" | "signed" | "private" | "large" | "logged";
 const SCENARIO_IDS: readonly ScenarioId[] = ["small", "signed", "private", "large", "logged"];
-type Server = "edge" | "nginx";
+type Server = "edge" | "node" | "nginx";
 
 // ---------------------------------------------------------------------------
 // Options
@@ -101,7 +108,8 @@ interface Options {
 
 const USAGE = `Usage: tsx bench/delivery.ts [options]
 
-Compares a Coffer edge (with its origin) with nginx serving the same bytes, under wrk.
+Compares a Coffer edge (with its origin) with nginx and a bare Node http server serving the
+same bytes, under wrk: requests per second, and the server process's CPU per request.
 
 Options:
   --rounds R              measured rounds per scenario and server, alternating (default 3)
@@ -245,7 +253,7 @@ function planPinning(enabled: boolean): { pinning: Pinning | null; note: string 
   const self = r.status === 0 ? "wrk and this process" : "wrk";
   return {
     pinning: { loadCpu, serverCpu },
-    note: `pinned with taskset: ${self} on CPU ${loadCpu}; edge, origin and nginx on CPU ${serverCpu} (of ${cpus.length} allowed)`,
+    note: `pinned with taskset: ${self} on CPU ${loadCpu}; edge, origin, bare Node and nginx on CPU ${serverCpu} (of ${cpus.length} allowed)`,
   };
 }
 
@@ -493,6 +501,8 @@ interface Scenario {
   edgePath: string;
   /** Path at nginx, or null when the scenario is edge-only. */
   nginxPath: string | null;
+  /** Also measured at the bare Node server (which answers any path). */
+  bare?: boolean;
   bytes: number;
   connections: number;
   timeoutS: number;
@@ -503,12 +513,16 @@ interface Scenario {
 }
 
 interface RunRecord {
+  /** Requests wrk completed in the run. */
+  requests: number;
   reqPerSec: number;
   mibPerSec: number;
   p50Ms: number | null;
   p99Ms: number | null;
   /** CPU used by the server process during the run, as % of one core. */
   serverCpuPct: number | null;
+  /** The server process's CPU time over the run ÷ the requests wrk completed, in µs. */
+  cpuUsPerReq: number | null;
   /** CPU used by the origin during an edge run, as % of one core. */
   originCpuPct: number | null;
   /**
@@ -525,6 +539,7 @@ interface ServerResult {
   medianMiBPerSec: number | null;
   medianP99Ms: number | null;
   medianServerCpuPct: number | null;
+  medianCpuUsPerReq: number | null;
   medianOtherCpuPct: number | null;
 }
 
@@ -535,6 +550,8 @@ interface ScenarioResult {
   connections: number;
   unit: "req/s" | "MiB/s";
   edge: ServerResult;
+  /** The bare Node http server answering the same bytes from memory. */
+  node: ServerResult | null;
   nginx: ServerResult | null;
   /** For the logged scenario: the plain edge, loaded in the same windows as the logging one. */
   plain: ServerResult | null;
@@ -587,7 +604,8 @@ interface Summary {
   warmupS: number;
   scenarios: ScenarioResult[];
   ratios: Record<string, number | null>;
-  targets: Record<string, { description: string; min: number; value: number | null; pass: boolean | null }>;
+  /** A goal is met when value >= min (rates) or value <= max (CPU per request). */
+  targets: Record<string, { description: string; min: number | null; max: number | null; value: number | null; pass: boolean | null }>;
 }
 
 function summarize(results: ScenarioResult[]): Pick<Summary, "ratios" | "targets"> {
@@ -606,16 +624,39 @@ function summarize(results: ScenarioResult[]): Pick<Summary, "ratios" | "targets
     signed_edge_vs_nginx: round2(div(signed?.edge.medianReqPerSec, signed?.nginx?.medianReqPerSec)),
     private_signed_vs_edge_public: round2(div(priv?.edge.medianReqPerSec, small?.edge.medianReqPerSec)),
     large_edge_vs_nginx: round2(div(large?.edge.medianMiBPerSec, large?.nginx?.medianMiBPerSec)),
+    cpu_small_edge_vs_node: round2(div(small?.edge.medianCpuUsPerReq, small?.node?.medianCpuUsPerReq)),
+    cpu_small_edge_vs_nginx: round2(div(small?.edge.medianCpuUsPerReq, small?.nginx?.medianCpuUsPerReq)),
+    cpu_small_node_vs_nginx: round2(div(small?.node?.medianCpuUsPerReq, small?.nginx?.medianCpuUsPerReq)),
+    cpu_signed_edge_vs_edge_public: round2(div(signed?.edge.medianCpuUsPerReq, small?.edge.medianCpuUsPerReq)),
+    cpu_signed_edge_vs_node: round2(div(signed?.edge.medianCpuUsPerReq, signed?.node?.medianCpuUsPerReq)),
   };
   const target = (description: string, min: number, value: number | null) => ({
     description,
     min,
+    max: null,
     value,
     pass: value === null ? null : value >= min,
+  });
+  const cpuTarget = (description: string, max: number, value: number | null) => ({
+    description,
+    min: null,
+    max,
+    value,
+    pass: value === null ? null : value <= max,
   });
   return {
     ratios,
     targets: {
+      cpuSmall: cpuTarget(
+        `4 KiB hit: edge CPU/request <= ${TARGET_CPU_HIT_VS_BARE.toFixed(2)} x bare Node CPU/request`,
+        TARGET_CPU_HIT_VS_BARE,
+        ratios.cpu_small_edge_vs_node ?? null,
+      ),
+      cpuSigned: cpuTarget(
+        `signed link: edge CPU/request <= ${TARGET_CPU_SIGNED_VS_PUBLIC.toFixed(2)} x edge public CPU/request`,
+        TARGET_CPU_SIGNED_VS_PUBLIC,
+        ratios.cpu_signed_edge_vs_edge_public ?? null,
+      ),
       small: target(`4 KiB hit: edge req/s >= ${TARGET_HIT_VS_NGINX.toFixed(2)} x nginx req/s`, TARGET_HIT_VS_NGINX, ratios.small_edge_vs_nginx ?? null),
       signed: target(
         `signed link: edge req/s >= ${TARGET_SIGNED_VS_PUBLIC.toFixed(2)} x edge public req/s`,
@@ -646,7 +687,7 @@ function renderReport(opts: Options, s: Summary): string {
   lines.push(s.pinning);
   lines.push("");
   const rounds = Array.from({ length: opts.rounds }, (_, i) => `round ${i + 1}`);
-  const rows: string[][] = [["scenario", "server", ...rounds, "median req/s", "median MiB/s", "p99 ms", "server CPU", "others"]];
+  const rows: string[][] = [["scenario", "server", ...rounds, "median req/s", "median MiB/s", "p99 ms", "server CPU", "CPU µs/req", "others"]];
   for (const r of s.scenarios) {
     const row = (name: string, res: ServerResult): string[] => [
       name === "edge" ? `${r.label} [${r.unit}, -c${r.connections}]` : "",
@@ -659,18 +700,22 @@ function renderReport(opts: Options, s: Summary): string {
       fmt(res.medianMiBPerSec, 1),
       fmt(res.medianP99Ms, 2),
       res.medianServerCpuPct === null ? "n/a" : `${fmt(res.medianServerCpuPct, 0)}%`,
+      fmt(res.medianCpuUsPerReq, 1),
       res.medianOtherCpuPct === null ? "n/a" : `${fmt(res.medianOtherCpuPct, 0)}%`,
     ];
     rows.push(row("edge", r.edge));
+    if (r.node !== null) rows.push(row(r.id === "signed" ? "bare node (plain)" : "bare node", r.node));
     if (r.nginx !== null) rows.push(row(r.id === "signed" ? "nginx (plain)" : "nginx", r.nginx));
     if (r.plain !== null) rows.push(row("edge without log, same windows", r.plain));
   }
   lines.push(...renderTable(rows, 2));
   lines.push("(req/s and MiB/s from wrk's Requests/sec and Transfer/sec, 1 MiB = 2^20 bytes; medians over rounds;");
-  lines.push(" p99 ms = wrk's 99th percentile latency, median over rounds; server CPU = CPU time of the edge or nginx");
-  lines.push(" process during the run as % of one core; others = % of the servers' CPU used by processes outside this");
-  lines.push(" benchmark (pinned runs only); the origin's share during edge runs is in --json)");
-  const noisy = s.scenarios.some((r) => [r.edge, r.nginx].some((x) => x !== null && (x.medianOtherCpuPct ?? 0) > 10));
+  lines.push(" p99 ms = wrk's 99th percentile latency, median over rounds; server CPU = CPU time of the edge, bare");
+  lines.push(" Node or nginx process during the run as % of one core; CPU µs/req = that process's utime + stime from");
+  lines.push(" /proc/<pid>/stat over the wrk run ÷ the requests wrk completed, median over rounds; others = % of the");
+  lines.push(" servers' CPU used by processes outside this benchmark (pinned runs only); the origin's share during");
+  lines.push(" edge runs is in --json)");
+  const noisy = s.scenarios.some((r) => [r.edge, r.node, r.nginx].some((x) => x !== null && (x.medianOtherCpuPct ?? 0) > 10));
   if (noisy) lines.push("warning: other processes used more than 10% of the servers' CPU in some runs: the figures are unreliable; rerun on a quiet machine");
   if (s.loadAverageAtStart !== null && s.loadAverageAtStart > 0.5) {
     lines.push(`note: the 1-minute load average was ${fmt(s.loadAverageAtStart, 2)} when the benchmark started`);
@@ -687,6 +732,11 @@ function renderReport(opts: Options, s: Summary): string {
   add("ratio signed link: edge signed / nginx plain req/s", s.ratios.signed_edge_vs_nginx);
   add("ratio Private signed: edge / edge public req/s", s.ratios.private_signed_vs_edge_public);
   add("ratio large file: edge / nginx MiB/s", s.ratios.large_edge_vs_nginx);
+  add("CPU/request 4 KiB public: edge / bare Node", s.ratios.cpu_small_edge_vs_node);
+  add("CPU/request 4 KiB public: edge / nginx", s.ratios.cpu_small_edge_vs_nginx);
+  add("CPU/request 4 KiB public: bare Node / nginx", s.ratios.cpu_small_node_vs_nginx);
+  add("CPU/request signed link: edge signed / edge public", s.ratios.cpu_signed_edge_vs_edge_public);
+  add("CPU/request signed link: edge signed / bare Node (plain)", s.ratios.cpu_signed_edge_vs_node);
   add("ratio access log on: logging edge / plain edge req/s (median of same-window ratios)", s.ratios.logged_edge_vs_edge_public);
   lines.push(...renderTable(ratioRows, 1));
   lines.push("");
@@ -785,6 +835,17 @@ async function main(): Promise<number> {
     await verifyGet("nginx small", `${nginx.url}/small.bin`, small, null);
     if (largePath !== null) await verifyGet("nginx large", `${nginx.url}/large.bin`, large, null);
 
+    let bare: { child: Child; url: string } | null = null;
+    if (need.has("small") || need.has("signed")) {
+      // The headers of the public hit as the edge sends them, so both write the same answer.
+      const hit = await request(`${edge}${smallPublic.deliveryPath}`, { timeoutMs: 10_000 });
+      const headers = answerHeaders(hit);
+      bare = await startBareNode((c, a) => pinned(pinning, "server", c, a), cleanEnv(), workDir, small, headers, STARTUP_TIMEOUT_MS);
+      children.push(bare.child);
+      log(`bare node: pid ${bare.child.pid}, ${bare.url}, headers ${headers.filter((_, i) => i % 2 === 0).join(", ")}`);
+      await verifyGet("bare node small", `${bare.url}/small.bin`, small, "HIT");
+    }
+
     if (coffer.logged) {
       const ms = await waitForHit(coffer.logged.url, smallPublic.deliveryPath, HIT_TIMEOUT_MS);
       log(`edge with an access log: small public is a cache hit (${fmt(ms, 0)} ms)`);
@@ -793,10 +854,10 @@ async function main(): Promise<number> {
     const scenarios: Scenario[] = [];
     const smallLabel = `${fmt(opts.smallBytes / KiB, 0)} KiB`;
     if (need.has("small")) {
-      scenarios.push({ id: "small", label: `${smallLabel} public (hit)`, edgePath: smallPublic.deliveryPath, nginxPath: "/small.bin", bytes: small.length, connections: opts.connections, timeoutS: 5, unit: "req/s" });
+      scenarios.push({ id: "small", label: `${smallLabel} public (hit)`, edgePath: smallPublic.deliveryPath, nginxPath: "/small.bin", bare: true, bytes: small.length, connections: opts.connections, timeoutS: 5, unit: "req/s" });
     }
     if (need.has("signed")) {
-      scenarios.push({ id: "signed", label: `${smallLabel} signed link`, edgePath: signedPath, nginxPath: "/small.bin", bytes: small.length, connections: opts.connections, timeoutS: 5, unit: "req/s" });
+      scenarios.push({ id: "signed", label: `${smallLabel} signed link`, edgePath: signedPath, nginxPath: "/small.bin", bare: true, bytes: small.length, connections: opts.connections, timeoutS: 5, unit: "req/s" });
     }
     if (privatePath !== null) {
       scenarios.push({ id: "private", label: `${smallLabel} Private, signed`, edgePath: privatePath, nginxPath: null, bytes: small.length, connections: opts.connections, timeoutS: 5, unit: "req/s" });
@@ -809,23 +870,30 @@ async function main(): Promise<number> {
       scenarios.push({ id: "large", label, edgePath: largePath, nginxPath: "/large.bin", bytes: large.length, connections: opts.largeConnections, timeoutS: 60, unit: "MiB/s" });
     }
 
+    const empty = (): ServerResult => ({
+      runs: [], medianReqPerSec: null, medianMiBPerSec: null, medianP99Ms: null, medianServerCpuPct: null, medianCpuUsPerReq: null, medianOtherCpuPct: null,
+    });
     const results: ScenarioResult[] = scenarios.map((s) => ({
       id: s.id,
       label: s.label,
       bytes: s.bytes,
       connections: s.connections,
       unit: s.unit,
-      edge: { runs: [], medianReqPerSec: null, medianMiBPerSec: null, medianP99Ms: null, medianServerCpuPct: null, medianOtherCpuPct: null },
-      nginx: s.nginxPath === null ? null : { runs: [], medianReqPerSec: null, medianMiBPerSec: null, medianP99Ms: null, medianServerCpuPct: null, medianOtherCpuPct: null },
-      plain: s.loggedEdge ? { runs: [], medianReqPerSec: null, medianMiBPerSec: null, medianP99Ms: null, medianServerCpuPct: null, medianOtherCpuPct: null } : null,
+      edge: empty(),
+      node: s.bare && bare !== null ? empty() : null,
+      nginx: s.nginxPath === null ? null : empty(),
+      plain: s.loggedEdge ? empty() : null,
       missesBeforeRuns: 0,
     }));
 
     const measure = async (s: Scenario, server: Server, durationS: number): Promise<RunRecord> => {
       const edgeBase = s.loggedEdge && coffer.logged ? coffer.logged.url : edge;
-      const url = server === "edge" ? `${edgeBase}${s.edgePath}` : `${nginx.url}${s.nginxPath ?? ""}`;
-      const target = server === "edge" ? (s.loggedEdge && coffer.logged ? coffer.logged.child : coffer.edge) : nginx.child;
-      const ours = (): number => [coffer.origin, coffer.edge, nginx.child, ...(coffer.logged ? [coffer.logged.child] : [])].reduce((n, c) => n + (c.cpuMs() ?? 0), 0);
+      // The bare server answers any path: it gets the edge's, query and all, so wrk sends the same request line.
+      const url =
+        server === "edge" ? `${edgeBase}${s.edgePath}` : server === "node" ? `${bare!.url}${s.edgePath}` : `${nginx.url}${s.nginxPath ?? ""}`;
+      const target = server === "edge" ? (s.loggedEdge && coffer.logged ? coffer.logged.child : coffer.edge) : server === "node" ? bare!.child : nginx.child;
+      const servers = [coffer.origin, coffer.edge, nginx.child, ...(bare ? [bare.child] : []), ...(coffer.logged ? [coffer.logged.child] : [])];
+      const ours = (): number => servers.reduce((n, c) => n + (c.cpuMs() ?? 0), 0);
       const cpu0 = target.cpuMs();
       const origin0 = server === "edge" ? coffer.origin.cpuMs() : null;
       const ours0 = ours();
@@ -844,17 +912,23 @@ async function main(): Promise<number> {
         otherCpuPct = Math.max(0, busyPct - ((ours() - ours0) / wallMs) * 100);
       }
       return {
+        requests: res.requests,
         reqPerSec: res.reqPerSec,
         mibPerSec: res.bytesPerSec / MiB,
         p50Ms: res.p50Ms,
         p99Ms: res.p99Ms,
         serverCpuPct: cpu0 === null || cpu1 === null ? null : ((cpu1 - cpu0) / wallMs) * 100,
+        cpuUsPerReq: cpu0 === null || cpu1 === null ? null : ((cpu1 - cpu0) * 1000) / res.requests,
         originCpuPct: origin0 === null || origin1 === null ? null : ((origin1 - origin0) / wallMs) * 100,
         otherCpuPct,
         socketErrors: res.socketErrors.read + res.socketErrors.write + res.socketErrors.timeout,
       };
     };
-    const serversOf = (s: Scenario): Server[] => (s.nginxPath === null ? ["edge"] : ["edge", "nginx"]);
+    const serversOf = (s: Scenario): Server[] => [
+      "edge",
+      ...(s.bare && bare !== null ? (["node"] as const) : []),
+      ...(s.nginxPath === null ? [] : (["nginx"] as const)),
+    ];
 
     if (opts.warmupS > 0) {
       for (const s of scenarios) {
@@ -879,12 +953,12 @@ async function main(): Promise<number> {
             measure(s, server, opts.durationS),
             s.loggedEdge && server === "edge" ? measure({ ...s, loggedEdge: false }, "edge", opts.durationS) : null,
           ]);
-          (server === "edge" ? res.edge : res.nginx!).runs.push(run);
+          (server === "edge" ? res.edge : server === "node" ? res.node! : res.nginx!).runs.push(run);
           if (plain) res.plain!.runs.push(plain);
           const main = s.unit === "req/s" ? `${fmt(run.reqPerSec, 0)} req/s` : `${fmt(run.mibPerSec, 1)} MiB/s`;
           log(
             `round ${round}/${opts.rounds} ${s.id.padEnd(7)} ${server.padEnd(5)} ${main.padStart(14)}  ` +
-              `(p99 ${fmt(run.p99Ms, 2)} ms, server CPU ${fmt(run.serverCpuPct, 0)}%` +
+              `(p99 ${fmt(run.p99Ms, 2)} ms, server CPU ${fmt(run.serverCpuPct, 0)}%, ${fmt(run.cpuUsPerReq, 1)} µs/req` +
               `${run.originCpuPct === null ? "" : `, origin CPU ${fmt(run.originCpuPct, 0)}%`}` +
               `${run.otherCpuPct === null ? "" : `, others on its CPU ${fmt(run.otherCpuPct, 0)}%`}` +
               `${run.socketErrors > 0 ? `, ${run.socketErrors} socket errors` : ""})`,
@@ -894,17 +968,19 @@ async function main(): Promise<number> {
     }
 
     for (const r of results) {
-      for (const res of [r.edge, r.nginx, r.plain]) {
+      for (const res of [r.edge, r.node, r.nginx, r.plain]) {
         if (res === null) continue;
         res.medianReqPerSec = round2(median(res.runs.map((x) => x.reqPerSec)));
         res.medianMiBPerSec = round2(median(res.runs.map((x) => x.mibPerSec)));
         res.medianP99Ms = round2(median(res.runs.flatMap((x) => (x.p99Ms === null ? [] : [x.p99Ms]))));
         res.medianServerCpuPct = round2(median(res.runs.flatMap((x) => (x.serverCpuPct === null ? [] : [x.serverCpuPct]))));
+        res.medianCpuUsPerReq = round2(median(res.runs.flatMap((x) => (x.cpuUsPerReq === null ? [] : [x.cpuUsPerReq]))));
         res.medianOtherCpuPct = round2(median(res.runs.flatMap((x) => (x.otherCpuPct === null ? [] : [x.otherCpuPct]))));
         for (const run of res.runs) {
           run.reqPerSec = round2(run.reqPerSec)!;
           run.mibPerSec = round2(run.mibPerSec)!;
           run.serverCpuPct = round2(run.serverCpuPct);
+          run.cpuUsPerReq = round2(run.cpuUsPerReq);
           run.originCpuPct = round2(run.originCpuPct);
           run.otherCpuPct = round2(run.otherCpuPct);
         }

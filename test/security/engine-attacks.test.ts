@@ -662,7 +662,7 @@ describe('upload engine attacks (disk store)', () => {
     expect(last.status, last.body.toString()).toBe(204);
     await expectFile(last.headers['coffer-file-id']!, bytes, 'checksum');
   });
-  it('tus: a chunked PATCH running past Upload-Length keeps none of its body (413 upload_length_exceeded)', async () => {
+  it('tus: a PATCH running past Upload-Length is 413 upload_length_exceeded and never finishes the upload', async () => {
     const t = tusClient(o.url, `Bearer ${o.key}`);
     const bytes = randomBytes(CHUNK + 10);
     const made = await t.create(bytes.length, { filename: 'over.bin', folder_id: folderId });
@@ -671,7 +671,10 @@ describe('upload engine attacks (disk store)', () => {
     // Chunked: no Content-Length tells the origin the body is too long before it arrives.
     const over = await t.patch(loc, 0, (async function* () { for (let i = 0; i < too.length; i += MiB) { yield too.subarray(i, i + MiB); await sleep(20); } })());
     expect([over.status, over.json?.error?.code], over.body.toString()).toEqual([413, 'upload_length_exceeded']);
-    expect(offsetOf(await t.head(loc)), 'none of the refused body is kept').toBe(0);
+    // A chunked body keeps the whole parts it filled before running past, never the last one.
+    expect(offsetOf(await t.head(loc)), 'the finishing part of a refused body is not kept').toBe(CHUNK);
+    const listed = await o.post('/collections/list', { folder_id: folderId, limit: 1000 });
+    expect(listed.body.files.map((f: any) => f.name), 'a refused body made a file').not.toContain('over.bin');
 
     // The whole file and then one byte too many: refused, so no file is made of it.
     const exact = randomBytes(CHUNK + 10);
@@ -682,7 +685,8 @@ describe('upload engine attacks (disk store)', () => {
     const list = await o.post('/collections/list', { folder_id: folderId, limit: 1000 });
     expect(list.body.files.map((f: any) => f.name), 'a refused body made a file').not.toContain('over2.bin');
     const head2 = await t.head(loc2);
-    expect(offsetOf(head2), 'none of the refused body is kept').toBe(0);
+    expect(offsetOf(head2), 'the finishing part of a refused body is not kept').toBe(CHUNK);
+    expect(head2.headers['coffer-file-id'], 'a refused body finished the upload').toBeUndefined();
 
     // With a Content-Length that says so from the start.
     const made3 = await t.create(exact.length, { filename: 'over3.bin', folder_id: folderId });

@@ -15,7 +15,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual, type Hash } from 'node:crypto';
 import { errors } from '../../core/errors.js';
-import { expectedPartSize } from '../../core/upload.js';
+import { expectedPartSize, partCount } from '../../core/upload.js';
 import { UploadGoneError, type CommittedPart, type MetadataTx, type PartWriter, type StoredFile } from '../../core/ports.js';
 import { tailKey, type StoredTusUpload } from '../../core/tus.js';
 import type { ServiceContext } from '../context.js';
@@ -31,9 +31,9 @@ export interface TusBody {
   /** Upload-Checksum: the whole body must match it, or none of it is kept. */
   checksum: { algorithm: ChecksumAlgorithm; digest: Buffer } | null;
   /**
-   * How many bytes the body announced (Content-Length); null when it did not (chunked). A body
-   * must fit the upload's length or none of it is kept: an announced one is refused before its
-   * first byte, one of unknown length has its parts recorded only once it ended within it.
+   * How many bytes the body announced (Content-Length); null when it did not (chunked). One
+   * announced past the upload's length is refused before its first byte; one of unknown length
+   * keeps the whole parts it filled before running past, never the part that finishes the upload.
    */
   length: number | null;
 }
@@ -153,7 +153,9 @@ export class TusWriter {
   }
 
   private committed(partNumber: number, part: CommittedPart): void {
-    if (this.deferRecords) {
+    // The part that finishes the upload waits for the body's end: a body running past
+    // Upload-Length must not leave a whole upload behind its 413.
+    if (this.deferRecords || partNumber === partCount(this.file.size)) {
       this.deferred.push({ partNumber, part });
       return;
     }

@@ -145,9 +145,10 @@ export class TusUploads {
       return;
     }
     const firstPart = Math.floor((before.offset - tus.tail_size) / CHUNK_SIZE) + 1;
-    // Under a checksum, or with a length not known ahead (which may run past Upload-Length),
-    // parts are recorded only once the body ended and was found good: none of a refused body is kept.
-    const writer = new TusWriter(this.c, this.engine, file, tus, before.offset, firstPart, input.checksum !== null || input.length === null);
+    // Under a checksum, parts are recorded only once the body ended and was found good: none of
+    // a refused body is kept. Without one, whole parts are recorded as they fill, so a cut-off
+    // body or a crash keeps them; the part that finishes the upload waits for the body's end.
+    const writer = new TusWriter(this.c, this.engine, file, tus, before.offset, firstPart, input.checksum !== null);
     try {
       await writer.write(input);
     } catch (err) {

@@ -766,11 +766,13 @@ async function main(): Promise<number> {
     const tools = ensureTools(opts.install);
     const nginxVersion = versionOf(tools.nginx, ["-v"], /nginx\/(\S+)/);
     const wrkVersion = versionOf(tools.wrk, ["-v"], /wrk (\S+)/);
+    // Counted before pinning, which leaves this process a single CPU.
+    const cpuCount = os.availableParallelism();
     const { pinning, note } = planPinning(opts.pin);
     log(note);
     const loadAvgStart = loadAverage();
-    if (loadAvgStart !== null && loadAvgStart > os.availableParallelism() / 4) {
-      log(`note: the 1-minute load average is ${fmt(loadAvgStart, 2)} on ${os.availableParallelism()} CPUs: other work may disturb the figures`);
+    if (loadAvgStart !== null && loadAvgStart > cpuCount / 4) {
+      log(`note: the 1-minute load average is ${fmt(loadAvgStart, 2)} on ${cpuCount} CPUs: other work may disturb the figures`);
     }
 
     const workDir = makeWorkDir(opts.tmpBase, "coffer-delivery-", opts.keepData);

@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 /** The `coffer` command: runs the service's processes. */
+// First: an edge's memory settings apply from the first module on.
+import '../start/edge-early.js';
 import { Command, Option } from 'commander';
 import { resolve } from 'node:path';
 import type { startEdge as StartEdge } from '../edge/server.js';
@@ -69,6 +71,13 @@ const startOrigin: typeof StartOrigin = async (...args) => {
   return origin;
 };
 const startEdge: typeof StartEdge = async (...args) => (await import('../edge/server.js')).startEdge(...args);
+/** An edge in a process of its own: loaded (start/edge-early.ts) and started with the memory settings of start/memory.ts. */
+const startEdgeProcess: typeof StartEdge = async (...args) => {
+  const memory = await import('../start/memory.js');
+  const edge = await startEdge(...args);
+  memory.settleEdgeAfterStart();
+  return edge;
+};
 
 /**
  * The service's processes create files the owner alone can read, whatever library creates
@@ -115,7 +124,7 @@ async function runEdge(options: Record<string, string | undefined>): Promise<voi
   restrictNewFiles();
   const cacheDir = await prepareDataDir(config.dataDir, "edge's cache directory");
   if (cacheDir.warning) process.stderr.write(`warning: ${cacheDir.warning}\n`);
-  const edge = await startEdge(config, originUrl);
+  const edge = await startEdgeProcess(config, originUrl);
   process.stdout.write(`edge listening on ${edge.url}\n`);
   untilSignal(() => edge.close());
 }

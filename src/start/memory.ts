@@ -1,5 +1,5 @@
 /**
- * Memory of an origin process (docs/operations.md, "Memory"). V8 lets its young generation
+ * Memory of an origin or edge process (docs/operations.md, "Memory"). V8 lets its young generation
  * grow to 16 MiB semi-spaces while the modules load (and, with its flags reset, after a worker
  * thread starts: core/v8-flags.ts), and keeps them; an origin's garbage is
  * mostly short-lived buffers whose bytes live outside that heap, so small semi-spaces cost
@@ -84,17 +84,13 @@ export function keepYoungGenerationSmall(): void {
   setV8Flag('--no-sparkplug');
 }
 
-/**
- * Once started: the compilers are back for the code that serves requests, one compacting
- * collection gives what loading left behind back to the system, and request bodies'
- * buffers are collected by the bytes received.
- */
-export function compactAfterStart(): void {
+/** The compilers back, and one compacting collection; returns V8's collector, when it can be had. */
+function compact(): Gc | undefined {
   setV8Flag('--opt');
   setV8Flag('--sparkplug');
   setV8Flag('--expose-gc');
   const gc = vm.runInNewContext('gc') as Gc | undefined;
-  if (typeof gc !== 'function') return;
+  if (typeof gc !== 'function') return undefined;
   setV8Flag('--compact-on-every-full-gc');
   try {
     gc();
@@ -102,6 +98,32 @@ export function compactAfterStart(): void {
   } finally {
     setV8Flag('--no-compact-on-every-full-gc');
   }
+  return gc;
+}
+
+/**
+ * Once started: the compilers are back for the code that serves requests, one compacting
+ * collection gives what loading left behind back to the system, and request bodies'
+ * buffers are collected by the bytes received.
+ */
+export function compactAfterStart(): void {
+  const gc = compact();
+  if (!gc) return;
   const collector = new BodyCollector(gc);
   onReceivedBytes((bytes) => collector.add(bytes));
+}
+
+/**
+ * An edge once started (`coffer edge`, loaded under keepYoungGenerationSmall): the compilers
+ * are back, one compacting collection gives what loading left behind back to the system, and
+ * the young generation, its scavenges and marking return to V8's defaults. An edge receives
+ * no request bodies; its hot path makes small objects per request, so the young generation
+ * may grow again under load as it did before, while an idle edge keeps the one it started with.
+ */
+export function settleEdgeAfterStart(): void {
+  compact();
+  // V8's defaults (flag-definitions.h).
+  setV8Flag('--semi-space-growth-factor=2');
+  setV8Flag('--parallel-scavenge');
+  setV8Flag('--concurrent-marking');
 }

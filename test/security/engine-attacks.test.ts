@@ -67,30 +67,21 @@ describe('upload engine attacks (disk store)', () => {
     }
   };
 
-  it('raw parts out of order, one resent with other bytes after later parts', async () => {
-    const bytes = randomBytes(2 * CHUNK + 1234);
-    const s = await initiate(bytes.length);
-    expect((await raw(s, 1, randomBytes(CHUNK))).status).toBe(200);
-    expect((await raw(s, 3, partOf(bytes, 3))).status).toBe(200);
-    expect((await raw(s, 2, partOf(bytes, 2))).status).toBe(200);
-    expect((await raw(s, 1, partOf(bytes, 1))).status).toBe(200);
-    const done = await complete(s.fileId);
-    expect(done.status, JSON.stringify(done.body)).toBe(200);
-    await expectFile(s.fileId, bytes);
-  });
-
-  it('in-order parts, then part 1 resent with other bytes (hash as bytes pass)', async () => {
-    const bytes = randomBytes(2 * CHUNK + 99);
-    const s = await initiate(bytes.length);
-    expect((await raw(s, 1, randomBytes(CHUNK))).status).toBe(200);
-    expect((await raw(s, 2, randomBytes(CHUNK))).status).toBe(200);
-    expect((await raw(s, 3, partOf(bytes, 3))).status).toBe(200);
-    expect((await raw(s, 2, partOf(bytes, 2))).status).toBe(200);
-    expect((await raw(s, 1, partOf(bytes, 1))).status).toBe(200);
-    const done = await complete(s.fileId);
-    expect(done.status, JSON.stringify(done.body)).toBe(200);
-    await expectFile(s.fileId, bytes);
-  });
+  // Each send is a part number, and whether it carries other bytes than the file's (a version later replaced).
+  const RESENDS: Array<[string, number, Array<[number, 'other' | 'file']>]> = [
+    ['raw parts out of order, one resent with other bytes after later parts', 1234, [[1, 'other'], [3, 'file'], [2, 'file'], [1, 'file']]],
+    ['in-order parts, then part 1 resent with other bytes (hash as bytes pass)', 99, [[1, 'other'], [2, 'other'], [3, 'file'], [2, 'file'], [1, 'file']]],
+  ];
+  for (const [title, extra, sends] of RESENDS) {
+    it(title, async () => {
+      const bytes = randomBytes(2 * CHUNK + extra);
+      const s = await initiate(bytes.length);
+      for (const [n, which] of sends) expect((await raw(s, n, which === 'file' ? partOf(bytes, n) : randomBytes(CHUNK))).status).toBe(200);
+      const done = await complete(s.fileId);
+      expect(done.status, JSON.stringify(done.body)).toBe(200);
+      await expectFile(s.fileId, bytes);
+    });
+  }
 
   it('in-order parts resent with the same bytes, JSON and raw mixed', async () => {
     const bytes = randomBytes(2 * CHUNK + 5);

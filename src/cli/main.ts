@@ -116,7 +116,8 @@ async function runServe(options: Record<string, string | undefined>): Promise<vo
 }
 
 async function runEdge(options: Record<string, string | undefined>): Promise<void> {
-  const config = configFrom(options);
+  // --parent and --name are the edge's short forms of --edge-parents and --edge-name.
+  const config = configFrom({ ...options, edgeParents: options.parent ?? options.edgeParents, edgeName: options.name ?? options.edgeName });
   const originUrl = options.origin;
   if (!originUrl) throw new ConfigError('coffer edge needs --origin URL: the address of the origin to follow.');
   // Before anything is created on disk.
@@ -160,7 +161,9 @@ addSettings(program.command('origin').description('Run the origin: the programma
 
 addSettings(program.command('edge').description('Run one edge location: delivery of /files/{id}, following an origin.'))
   .requiredOption('--origin <url>', 'the origin to follow, e.g. http://127.0.0.1:8080')
-  .addHelpText('after', '\nCOFFER_EDGE_TOKEN is the edges\' credential: the origin printed it on its first start and keeps it\nas "edge_token" in credentials.json in its data directory.\n\nExample:\n  COFFER_SIGNING_SECRET=… COFFER_EDGE_TOKEN=… coffer edge --origin http://127.0.0.1:8080 --edge-port 8081 --data-dir ./edge-cache\n')
+  .option('--parent <urls>', 'parent edges to fill from before the origin, comma-separated, first first (up to 8) [COFFER_EDGE_PARENTS]')
+  .option('--name <name>', "this edge's name or region shown to operators (default: the host name) [COFFER_EDGE_NAME]")
+  .addHelpText('after', '\nCOFFER_EDGE_TOKEN is the edges\' credential: the origin printed it on its first start and keeps it\nas "edge_token" in credentials.json in its data directory. Every edge also serves its child edges\n(those started with --parent pointing at it) with the same token.\n\nExamples:\n  COFFER_SIGNING_SECRET=… COFFER_EDGE_TOKEN=… coffer edge --origin http://127.0.0.1:8080 --edge-port 8081 --data-dir ./edge-cache\n  coffer edge --origin https://origin.internal:8443 --parent http://10.0.1.5:8081,http://10.0.2.5:8081 --name eu-west-1a\n')
   .action(runEdge);
 
 registerClientCommands(program);

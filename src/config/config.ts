@@ -5,6 +5,7 @@
 import { DEFAULT_MAX_FILE_SIZE } from '../core/upload.js';
 import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../core/listener-bounds.js';
 import { MAX_VARIANT_SIDE } from '../core/variants.js';
+import { hostname } from 'node:os';
 
 export interface Config {
   host: string;
@@ -32,6 +33,10 @@ export interface Config {
   /** Connections one client address holds at once on each listener. */
   maxConnectionsPerAddress: number;
   edgeCacheBytes: number | undefined;
+  /** Parent edges this edge fills from, in order of priority, before the origin (at most MAX_EDGE_PARENTS). */
+  edgeParents: string[];
+  /** The edge's name or region shown to operators (default: the host name). */
+  edgeName: string;
   edgeLeaseMs: number;
   publicMaxAge: number | undefined;
   uploadTtl: number;
@@ -84,6 +89,8 @@ export const SETTINGS = [
   ['COFFER_MAX_CONNECTIONS', 'connections each listener (origin, S3, edge) holds at once; more are closed as they come (default: a share of the open-file limit)'],
   ['COFFER_MAX_CONNECTIONS_PER_ADDRESS', 'connections one client address (IPv6: its /64) holds at once on each listener (default 1000)'],
   ['COFFER_EDGE_CACHE_BYTES', "an edge's cache bound"],
+  ['COFFER_EDGE_PARENTS', 'comma-separated parent edges an edge fills from before the origin, first first, e.g. http://10.0.1.5:8081,http://10.0.2.5:8081 (default: none; at most 8)'],
+  ['COFFER_EDGE_NAME', "an edge's name or region shown to operators, e.g. eu-west-1a (default: the host name)"],
   ['COFFER_EDGE_LEASE_MS', 'how long an edge serves from cache without hearing from the origin (default 5000)'],
   ['COFFER_PUBLIC_MAX_AGE', 'seconds of browser caching for Public answers'],
   ['COFFER_UPLOAD_TTL', 'seconds an open upload may stay open (default 86400)'],
@@ -152,6 +159,29 @@ function url(name: string, raw: string): string {
   return raw.replace(/\/+$/, '');
 }
 
+export const MAX_EDGE_PARENTS = 8;
+
+/** COFFER_EDGE_PARENTS: http(s)://host[:port] addresses without a path, as --origin is checked. */
+export function edgeParents(raw: string | undefined): string[] {
+  if (raw === undefined || raw.trim() === '') return [];
+  const list = raw.split(',').map((item) => {
+    const address = item.trim().replace(/\/+$/, '');
+    let valid = /^https?:\/\/[^/?#@]+$/.test(address);
+    if (valid) {
+      try {
+        new URL(address);
+      } catch {
+        valid = false;
+      }
+    }
+    if (!valid) throw new ConfigError(`COFFER_EDGE_PARENTS: each parent must be an edge's address without a path, such as http://10.0.1.5:8081, not "${item.trim()}".`);
+    return address;
+  });
+  if (list.length > MAX_EDGE_PARENTS) throw new ConfigError(`COFFER_EDGE_PARENTS lists ${list.length} parents; at most ${MAX_EDGE_PARENTS} are allowed.`);
+  if (new Set(list).size !== list.length) throw new ConfigError('COFFER_EDGE_PARENTS lists one parent twice.');
+  return list;
+}
+
 /** Merges the environment with flags (`values` keyed by variable name) into a config. */
 export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<SettingName, string>> = {}): Config {
   const get = (name: SettingName): string | undefined => flags[name] ?? env[name] ?? undefined;
@@ -181,6 +211,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     maxConnections: optionalInteger('COFFER_MAX_CONNECTIONS', get('COFFER_MAX_CONNECTIONS'), 1),
     maxConnectionsPerAddress: integer('COFFER_MAX_CONNECTIONS_PER_ADDRESS', get('COFFER_MAX_CONNECTIONS_PER_ADDRESS'), DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, 1),
     edgeCacheBytes: optionalInteger('COFFER_EDGE_CACHE_BYTES', get('COFFER_EDGE_CACHE_BYTES')),
+    edgeParents: edgeParents(get('COFFER_EDGE_PARENTS')),
+    edgeName: (get('COFFER_EDGE_NAME') ?? '').trim() || hostname(),
     edgeLeaseMs: integer('COFFER_EDGE_LEASE_MS', get('COFFER_EDGE_LEASE_MS'), 5000, 1),
     publicMaxAge: optionalInteger('COFFER_PUBLIC_MAX_AGE', get('COFFER_PUBLIC_MAX_AGE')),
     uploadTtl: integer('COFFER_UPLOAD_TTL', get('COFFER_UPLOAD_TTL'), 86_400, 1),

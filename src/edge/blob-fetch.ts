@@ -5,6 +5,9 @@
  * views of that buffer, valid until `onChunk` returns or its promise settles; reading
  * waits for that promise. An https origin is reached over TLS (checked like every other
  * request to it, see origin-client.ts), reading the decrypted bytes as they come.
+ * The same reader fetches from a parent edge (tiers.ts): another path, extra headers, a
+ * shorter idle limit, interim `102 Processing` answers skipped, and the SHA-256 the parent
+ * names checked before a byte is taken.
  */
 import net from 'node:net';
 import tls from 'node:tls';
@@ -15,8 +18,21 @@ const IDLE_TIMEOUT_MS = 30_000;
 
 export type ChunkConsumer = (chunk: Buffer) => void | Promise<void>;
 
-export function fetchBlobRaw(origin: OriginClient, token: string, fileId: string, onChunk: ChunkConsumer): Promise<'ok' | 'not_found'> {
-  const url = new URL(`${origin.url}/_edge/blob/${encodeURIComponent(fileId)}`);
+export interface RawFetchOptions {
+  /** The path and query asked for (default `/_edge/blob/{id}`). */
+  path?: string;
+  headers?: Record<string, string>;
+  /** Gives up when nothing at all (no byte, no interim answer) arrives for this long. */
+  idleMs?: number;
+  /** The answer must name this SHA-256 in X-Coffer-Sha256, else no byte is taken. */
+  sha256?: string;
+  /** Called whenever anything arrives, interim answers included: the upstream is alive. */
+  onAlive?: () => void;
+}
+
+export function fetchBlobRaw(origin: OriginClient, token: string, fileId: string, onChunk: ChunkConsumer, opts: RawFetchOptions = {}): Promise<'ok' | 'not_found'> {
+  const url = new URL(`${origin.url}${opts.path ?? `/_edge/blob/${encodeURIComponent(fileId)}`}`);
+  const extra = Object.entries(opts.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`).join('');
   return new Promise((resolve, reject) => {
     let settled = false;
     let head = '';
@@ -50,10 +66,17 @@ export function fetchBlobRaw(origin: OriginClient, token: string, fileId: string
     /** Takes bytes from the socket; false to stop reading until resumed. */
     const receive = (bytes: Buffer): boolean => {
       if (settled) return false;
+      opts.onAlive?.();
       if (status !== 0) return deliver(bytes);
-      const before = head.length;
+      let before = head.length;
       head += bytes.toString('latin1');
-      const end = head.indexOf('\r\n\r\n');
+      let end = head.indexOf('\r\n\r\n');
+      // Interim answers (102 Processing while a parent fills) come before the real one.
+      while (end >= 0 && /^HTTP\/1\.[01] 1\d\d/.test(head)) {
+        head = head.slice(end + 4);
+        before -= end + 4;
+        end = head.indexOf('\r\n\r\n');
+      }
       if (end < 0) {
         if (head.length > 64 * 1024) finish(new Error('the origin sent no end of headers'));
         return true;
@@ -74,6 +97,13 @@ export function fetchBlobRaw(origin: OriginClient, token: string, fileId: string
         finish(new Error('the origin sent the bytes without a Content-Length'));
         return false;
       }
+      if (opts.sha256 !== undefined) {
+        const named = /\r\nx-coffer-sha256:\s*([0-9a-f]{64})\s*(?:\r\n|$)/i.exec(headers);
+        if (!named || named[1]!.toLowerCase() !== opts.sha256) {
+          finish(new Error(`the answer names another version of ${fileId}`));
+          return false;
+        }
+      }
       remaining = Number(length[1]);
       if (remaining === 0) {
         finish(null, 'ok');
@@ -93,9 +123,9 @@ export function fetchBlobRaw(origin: OriginClient, token: string, fileId: string
       });
     if (origin.secure) socket.on('data', (chunk: Buffer) => receive(chunk));
     socket.setNoDelay(true);
-    socket.setTimeout(IDLE_TIMEOUT_MS, () => finish(new Error('the origin stopped sending the bytes')));
+    socket.setTimeout(opts.idleMs ?? IDLE_TIMEOUT_MS, () => finish(new Error('the origin stopped sending the bytes')));
     socket.on(origin.secure ? 'secureConnect' : 'connect', () => {
-      socket.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`);
+      socket.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${token}\r\n${extra}Connection: close\r\n\r\n`);
     });
     socket.on('error', (err) => finish(err));
     socket.on('close', () => finish(new Error(`the origin closed the connection with ${remaining} bytes of ${fileId} to go`)));

@@ -8,6 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, stat, statfs, unlink, writeFile } from 'node:fs/promises';
 import { Coalescer } from '../core/coalesce.js';
 import type { ChunkConsumer } from './blob-fetch.js';
+import { FillCounts, type FillSource } from './sources.js';
 import { join } from 'node:path';
 import type { EdgeFile } from './state.js';
 
@@ -36,6 +37,7 @@ export interface CachedVariant extends CachedBytes {
 /** Delivers a file's bytes from the origin to `onChunk`, waiting on its promise between chunks. */
 export type BlobSource = (fileId: string, onChunk: ChunkConsumer) => Promise<'ok' | 'not_found'>;
 
+
 /** Files up to this size are also kept in memory. */
 export const MEMORY_FILE_LIMIT = 1 << 20;
 /** Fetches under way at once; a miss beyond them is passed through instead of cached. */
@@ -53,6 +55,12 @@ export async function defaultCapacity(dir: string): Promise<number> {
   }
 }
 
+/** A whole, checked copy waiting to be kept. */
+interface Fetched {
+  tmp: string;
+  memory?: Buffer;
+}
+
 export class EdgeCache {
   private readonly disk = new Map<string, DiskEntry>();
   private readonly memory = new Map<string, { sha256: string; bytes: Buffer }>();
@@ -68,14 +76,20 @@ export class EdgeCache {
   /** Each file's variants, by cache key, so a delete drops them all. */
   private readonly variantsOf = new Map<string, Set<string>>();
   private readonly variantEtags = new Map<string, string>();
+  private readonly sources: readonly FillSource[];
+  /** For each fill under way, when anything last arrived from upstream (Date.now()). */
+  private readonly lastAlive = new Map<string, number>();
+  /** Where fills came from (metrics, the status report). */
+  readonly counts = new FillCounts();
 
   constructor(
     dir: string,
     readonly capacity: number,
     private readonly memoryCapacity: number,
-    private readonly fetchBlob: BlobSource,
+    source: BlobSource | readonly FillSource[],
     private readonly maxFills = MAX_FILLS,
   ) {
+    this.sources = typeof source === 'function' ? [{ kind: 'origin', fetch: (file, onChunk, onAlive) => source(file.file_id, (chunk) => (onAlive(), onChunk(chunk))) }] : source;
     this.blobDir = join(dir, 'blobs');
     this.tmpDir = join(dir, 'tmp');
     this.variantDir = join(dir, 'variants');
@@ -136,11 +150,11 @@ export class EdgeCache {
    * large for this cache, when the cache has no room for another fetch now, or when the
    * file vanished meanwhile; `stillWanted` is asked once it is whole.
    */
-  ensure(file: EdgeFile, stillWanted: () => boolean): Promise<CachedBytes | null> {
+  ensure(file: EdgeFile, stillWanted: () => boolean, via: readonly string[] = []): Promise<CachedBytes | null> {
     const hit = this.lookup(file);
     if (hit) return Promise.resolve(hit);
     if (!this.fills.has(file.file_id) && !this.reserve(file.size)) return Promise.resolve(null);
-    return this.fills.run(file.file_id, () => this.fetch(file, stillWanted).finally(() => {
+    return this.fills.run(file.file_id, () => this.fetch(file, stillWanted, via).finally(() => {
       this.reservedBytes -= file.size;
     })).promise;
   }
@@ -170,12 +184,65 @@ export class EdgeCache {
     }
   }
 
-  private async fetch(file: EdgeFile, stillWanted: () => boolean): Promise<CachedBytes | null> {
+  /** Whether the fill of this file under way heard from upstream within the last `withinMs`. */
+  fillAlive(fileId: string, withinMs: number): boolean {
+    const at = this.lastAlive.get(fileId);
+    return at !== undefined && Date.now() - at <= withinMs;
+  }
+
+  /** Tries each source in order; a failed or refusing one gives way to the next, from byte 0. */
+  private async fetch(file: EdgeFile, stillWanted: () => boolean, via: readonly string[]): Promise<CachedBytes | null> {
+    try {
+      for (let i = 0; ; i++) {
+        const source = this.sources[i]!;
+        const last = i === this.sources.length - 1;
+        let got: Fetched | 'not_found';
+        try {
+          got = await this.fetchFrom(source, file, via);
+        } catch (err) {
+          if (last) throw err;
+          this.counts.failovers++;
+          continue;
+        }
+        // Only the last source (the origin) is the authority on a file's absence.
+        if (got === 'not_found' && !last) {
+          this.counts.failovers++;
+          continue;
+        }
+        if (got === 'not_found') return null;
+        this.counts[source.kind]++;
+        return await this.keep(file, got, stillWanted);
+      }
+    } finally {
+      this.lastAlive.delete(file.file_id);
+    }
+  }
+
+  private async keep(file: EdgeFile, got: Fetched, stillWanted: () => boolean): Promise<CachedBytes | null> {
+    try {
+      if (!stillWanted()) {
+        await rm(got.tmp, { force: true });
+        return null;
+      }
+      const path = join(this.blobDir, `${file.file_id}.${file.sha256}`);
+      await rename(got.tmp, path);
+      this.insertDisk(file.file_id, { path, sha256: file.sha256, size: file.size });
+      if (got.memory) this.insertMemory(file.file_id, file.sha256, got.memory);
+      return { path, size: file.size, ...(got.memory ? { memory: got.memory } : {}) };
+    } catch (err) {
+      await rm(got.tmp, { force: true });
+      throw err;
+    }
+  }
+
+  /** One source's whole copy in a temporary file, checked against the record; removed on any failure. */
+  private async fetchFrom(source: FillSource, file: EdgeFile, via: readonly string[]): Promise<Fetched | 'not_found'> {
     const tmp = join(this.tmpDir, randomBytes(8).toString('hex'));
     const hash = createHash('sha256');
     const keep = file.size <= MEMORY_FILE_LIMIT && file.size <= this.memoryCapacity;
     const chunks: Buffer[] = [];
     let size = 0;
+    const alive = () => this.lastAlive.set(file.file_id, Date.now());
     try {
       // Chunks are gathered into 1 MiB writes: a few file operations per file, not one per packet.
       const out = await open(tmp, 'wx', 0o600);
@@ -194,10 +261,10 @@ export class EdgeCache {
             }
           }
         };
-        found = await this.fetchBlob(file.file_id, (chunk) => {
+        found = await source.fetch(file, (chunk) => {
           hash.update(chunk);
           size += chunk.length;
-          if (size > file.size) throw new Error(`the origin sent more than ${file.size} bytes for ${file.file_id}`);
+          if (size > file.size) throw new Error(`the ${source.kind} sent more than ${file.size} bytes for ${file.file_id}`);
           // The chunk may be a view of a buffer the source reuses: keep a copy.
           if (keep) chunks.push(Buffer.from(chunk));
           if (chunk.length < WRITE_BATCH - used) {
@@ -206,7 +273,7 @@ export class EdgeCache {
             return undefined;
           }
           return fill(chunk);
-        });
+        }, alive, via);
         if (used > 0) await out.write(batch, 0, used);
         // Durable before it is kept: a copy that survives a crash is whole.
         await out.sync();
@@ -215,23 +282,11 @@ export class EdgeCache {
       }
       if (found === 'not_found') {
         await rm(tmp, { force: true });
-        return null;
+        return 'not_found';
       }
       const sha = hash.digest('hex');
       if (size !== file.size || sha !== file.sha256) throw new Error(`the bytes of ${file.file_id} did not match their record`);
-      if (!stillWanted()) {
-        await rm(tmp, { force: true });
-        return null;
-      }
-      const path = join(this.blobDir, `${file.file_id}.${file.sha256}`);
-      await rename(tmp, path);
-      this.insertDisk(file.file_id, { path, sha256: file.sha256, size });
-      let memory: Buffer | undefined;
-      if (keep) {
-        memory = Buffer.concat(chunks, size);
-        this.insertMemory(file.file_id, file.sha256, memory);
-      }
-      return { path, size, ...(memory ? { memory } : {}) };
+      return { tmp, ...(keep ? { memory: Buffer.concat(chunks, size) } : {}) };
     } catch (err) {
       await rm(tmp, { force: true });
       throw err;

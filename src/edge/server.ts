@@ -13,8 +13,10 @@ import { MISSING_EDGE_TOKEN } from '../config/credentials.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { nodeHmac } from '../core/hmac-node.js';
 import type { Visibility } from '../core/records.js';
-import { EdgeCache, defaultCapacity, type BlobSource, type CachedBytes } from './cache.js';
-import { fetchBlobRaw } from './blob-fetch.js';
+import { EdgeCache, defaultCapacity, type CachedBytes } from './cache.js';
+import { fillSources } from './sources.js';
+import { tierRoute } from './tier-route.js';
+import { StatusReport } from './status.js';
 import { LinkChecker, decide, notModified, originForm, parseRange, parseTarget, type ByteRange, type Decision } from './delivery.js';
 import { FeedFollower } from './follower.js';
 import { originClient } from './origin-client.js';
@@ -84,8 +86,10 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     req.on('timeout', () => req.destroy(new Error('the origin did not send the bytes in time')));
     req.on('error', reject);
   });
-  const source: BlobSource = (id, onChunk) => fetchBlobRaw(originConn, token, id, onChunk);
-  const cache = new EdgeCache(dir, capacity, Math.min(256 * 1024 ** 2, Math.floor(capacity / 8)), source);
+  // Fills come from the parents in order, then the origin (sources.ts); pass-through stays on the origin.
+  const parents = config.edgeParents.map((p) => originClient(p, config.originCa));
+  const sources = fillSources({ origin: originConn, parents, token, edgeId: () => follower.edgeId, seq: () => state.seq });
+  const cache = new EdgeCache(dir, capacity, Math.min(256 * 1024 ** 2, Math.floor(capacity / 8)), sources);
   await cache.open();
 
   // Completion events prefetch the bytes, a few at a time.
@@ -279,10 +283,12 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     return 'done';
   }
 
-  const usage = new UsageMeter(originConn, () => ({ authorization: `Bearer ${token}` }), opts.usageIntervalMs ?? 10_000, (err) => log.warn({ err }, 'reporting usage failed'));
+  const status = new StatusReport({ id: follower.edgeId, name: config.edgeName, parents: parents.map((p) => p.url), startedAt: clock.now(), seq: () => state.seq, cache });
+  const usage = new UsageMeter(originConn, () => ({ authorization: `Bearer ${token}` }), opts.usageIntervalMs ?? 10_000, (err) => log.warn({ err }, 'reporting usage failed'), () => status.now());
+  const servePeer = tierRoute({ tokens: config.edgeTokens, follower, state, cache, onError: (err, id) => log.warn({ err, file_id: id }, 'a fill for a child edge failed') });
   const accessLog = config.edgeAccessLog ? AccessLog.open(config.edgeAccessLog) : null;
   const maker = new VariantMaker(cache, variantOptions(config));
-  const metrics = edgeMetrics({ cache, state, follower, clock, variants: maker, token: config.metricsToken, onAnswered: [usage.answered, ...(accessLog ? [accessLog.answered] : [])] });
+  const metrics = edgeMetrics({ cache, state, follower, clock, variants: maker, token: config.metricsToken, onAnswered: [usage.answered, status.answered, ...(accessLog ? [accessLog.answered] : [])] });
   const readVariantOf = variantReader();
   const serveVariant = variantResponder({
     cache, maker, metrics, publicCache, judge, refused, sendError,
@@ -307,6 +313,8 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     }
     if (target.path === '/metrics') return metrics.serve(req, res);
     if (target.id === null) {
+      // Off the hot path: only an address that names no file reaches the edges' own route.
+      if (target.path.startsWith('/_edge/')) return servePeer(req, res, target.path, target.query);
       sendError(res, 'not_found', 'No file is at this address.');
       return;
     }
@@ -340,6 +348,8 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     log.error({ err: reason }, 'a promise was rejected and nothing handled it');
     metrics.unhandledRejection();
   });
+  // The origin hears of this edge at once, then every usage interval.
+  void usage.flush();
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.edgePort;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;

@@ -53,8 +53,28 @@ export class EdgeState {
   /** Bumped by every folder change: cached effective visibilities older than it are stale. */
   private generation = 0;
   private readonly effective = new Map<string, { generation: number; value: Visibility }>();
+  private readonly seqWaiters = new Set<{ seq: number; resolve: () => void }>();
 
   constructor(private readonly listener: StateListener) {}
+
+  /** Resolves once the applied sequence reaches `seq`; `cancel` forgets the wait (a caller's deadline). */
+  whenSeq(seq: number): { reached: Promise<void>; cancel(): void } {
+    if (this.seq >= seq) return { reached: Promise.resolve(), cancel: () => {} };
+    let waiter!: { seq: number; resolve: () => void };
+    const reached = new Promise<void>((resolve) => {
+      waiter = { seq, resolve };
+    });
+    this.seqWaiters.add(waiter);
+    return { reached, cancel: () => this.seqWaiters.delete(waiter) };
+  }
+
+  private seqAdvanced(): void {
+    for (const w of this.seqWaiters) {
+      if (this.seq < w.seq) continue;
+      this.seqWaiters.delete(w);
+      w.resolve();
+    }
+  }
 
   load(snapshot: Snapshot): void {
     const before = new Set(this.files.keys());
@@ -67,6 +87,7 @@ export class EdgeState {
     for (const id of before) if (!this.files.has(id)) this.listener.fileGone(id);
     this.seq = snapshot.seq;
     this.listener.changed?.();
+    this.seqAdvanced();
   }
 
   apply(event: FeedEvent): void {
@@ -101,6 +122,7 @@ export class EdgeState {
     }
     this.seq = event.seq;
     if (event.type !== 'file.ready' && event.type !== 'folder.created') this.listener.changed?.();
+    if (this.seqWaiters.size > 0) this.seqAdvanced();
   }
 
   /**

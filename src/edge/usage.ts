@@ -1,7 +1,9 @@
 /**
  * Counts what this edge served, per file, and reports it to the origin in batches (every
  * interval, or sooner when many files are waiting), never per request. A report that fails
- * is dropped rather than sent twice: usage may run a little low, never high.
+ * is dropped rather than sent twice: usage may run a little low, never high. With a status
+ * (status.ts), every report carries it as `edge`, sent even when no file was served, so the
+ * origin hears from an idle edge every interval too.
  */
 import type { Answered } from './metrics.js';
 import type { OriginClient } from './origin-client.js';
@@ -13,7 +15,13 @@ export class UsageMeter {
   private readonly timer: NodeJS.Timeout;
   private sending: Promise<void> | null = null;
 
-  constructor(private readonly origin: OriginClient, private readonly headers: () => Record<string, string>, intervalMs: number, private readonly onError: (err: unknown) => void) {
+  constructor(
+    private readonly origin: OriginClient,
+    private readonly headers: () => Record<string, string>,
+    intervalMs: number,
+    private readonly onError: (err: unknown) => void,
+    private readonly status?: () => unknown,
+  ) {
     this.timer = setInterval(() => void this.flush(), intervalMs);
     this.timer.unref();
   }
@@ -34,10 +42,10 @@ export class UsageMeter {
   /** Sends what has been counted so far; resolves when the report is answered (or dropped). */
   flush(): Promise<void> {
     if (this.sending) return this.sending;
-    if (this.counts.size === 0) return Promise.resolve();
+    if (this.counts.size === 0 && !this.status) return Promise.resolve();
     const files = Object.fromEntries(this.counts);
     this.counts = new Map();
-    const body = JSON.stringify({ files });
+    const body = JSON.stringify(this.status ? { files, edge: this.status() } : { files });
     this.sending = new Promise<void>((resolve) => {
       const req = this.origin.request('/_edge/usage', {
         method: 'POST',

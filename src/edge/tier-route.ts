@@ -1,0 +1,145 @@
+/**
+ * The parent side of tiered fill (issue 26): `GET /_edge/blob/{id}?sha256=…&seq=…` on an
+ * edge's own port, for its child edges, with the edges' token. A parent answers only for the
+ * version the child asked for, only under its lease, and only once it has applied the
+ * sequence the child has: it never hands a child bytes of a file deleted or changed at a
+ * sequence the child already knows of. Its fill is the cache's, so any number of children
+ * (and its own prefetch) make one fetch upstream.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type http from 'node:http';
+import type { EdgeCache } from './cache.js';
+import type { EdgeState } from './state.js';
+import { sendError } from './answer-headers.js';
+import { streamFile } from './send.js';
+import { VIA_HEADER } from './sources.js';
+
+/** A child waits this long at most for this edge to apply the sequence it asked at. */
+export const SEQ_WAIT_MS = 2000;
+/** Edges a fill request may already have passed through; a longer chain is refused. */
+export const MAX_VIA = 3;
+const BEAT_MS = 1000;
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
+const SHA = /^[0-9a-f]{64}$/;
+
+export interface TierRouteDeps {
+  tokens: readonly string[];
+  follower: { readonly edgeId: string; serving(): boolean };
+  state: EdgeState;
+  cache: EdgeCache;
+  onError(err: unknown, fileId: string): void;
+}
+
+const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
+
+/** True when the request carries one of the edges' tokens; every token is compared, in constant time. */
+export function edgeTokenMatches(header: string | undefined, tokens: readonly string[]): boolean {
+  const m = /^Bearer (.+)$/.exec(header ?? '');
+  const given = digest(m ? m[1]! : '');
+  let ok = false;
+  for (const t of tokens) ok = timingSafeEqual(given, digest(t)) || ok;
+  return ok && m !== null;
+}
+
+/** The Via list of a request: the edges it passed through, the asker last. */
+export function viaOf(header: string | string[] | undefined): string[] {
+  const text = Array.isArray(header) ? header.join(',') : header ?? '';
+  return text.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: http.ServerResponse, path: string, query: string) => Promise<void> {
+  const unavailable = (res: http.ServerResponse, reason: string, message: string) =>
+    sendError(res, 'edge_unavailable', message, ['Retry-After', '1'], { reason });
+
+  /** Waits for the applied sequence to reach `seq`; false after SEQ_WAIT_MS. */
+  async function caughtUp(seq: number): Promise<boolean> {
+    if (d.state.seq >= seq) return true;
+    const wait = d.state.whenSeq(seq);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, SEQ_WAIT_MS);
+    });
+    await Promise.race([wait.reached, late]);
+    clearTimeout(timer);
+    wait.cancel();
+    return d.state.seq >= seq;
+  }
+
+  return async (req, res, path, query) => {
+    const m = /^\/_edge\/blob\/([^/]+)$/.exec(path);
+    if (!m || !ID.test(m[1]!)) {
+      sendError(res, 'not_found', 'No file is at this address.');
+      return;
+    }
+    if (!edgeTokenMatches(req.headers.authorization, d.tokens)) {
+      sendError(res, 'unauthorized', 'Send the edges\' token as "Authorization: Bearer <COFFER_EDGE_TOKEN>".', ['WWW-Authenticate', 'Bearer']);
+      return;
+    }
+    const id = m[1]!;
+    const params = new URLSearchParams(query);
+    const sha256 = params.get('sha256') ?? '';
+    const seqText = params.get('seq') ?? '';
+    if (!SHA.test(sha256) || !/^\d{1,15}$/.test(seqText)) {
+      sendError(res, 'invalid_request', 'Name the version and sequence: ?sha256=<64 hex>&seq=<n>.');
+      return;
+    }
+    const via = viaOf(req.headers[VIA_HEADER]);
+    // A loop, or a chain deeper than the tiers allow: refused at once, so the asker falls back.
+    if (via.includes(d.follower.edgeId) || via.length > MAX_VIA) {
+      unavailable(res, 'loop', 'This request has passed through this edge already, or through too many edges.');
+      return;
+    }
+    if (!d.follower.serving()) {
+      unavailable(res, 'no_lease', 'This edge does not hold a lease on the feed right now.');
+      return;
+    }
+    // The child hears a 102 each second while this edge waits for its feed, or for a fill
+    // that is making progress upstream: a fill stuck in a loop of parents sends none.
+    let waitingForSeq = true;
+    const beat = setInterval(() => {
+      if (!res.headersSent && !res.destroyed && (waitingForSeq || d.cache.fillAlive(id, BEAT_MS * 1.5))) res.writeProcessing();
+    }, BEAT_MS);
+    try {
+      if (!(await caughtUp(Number(seqText))) || !d.follower.serving()) {
+        unavailable(res, 'behind', 'This edge has not applied the sequence asked for.');
+        return;
+      }
+      waitingForSeq = false;
+      const file = d.state.files.get(id);
+      if (!file) {
+        sendError(res, 'not_found', 'No file is at this address.');
+        return;
+      }
+      if (file.sha256 !== sha256) {
+        unavailable(res, 'version', 'This edge knows another version of the file.');
+        return;
+      }
+      const current = () => d.state.files.get(id)?.sha256 === sha256;
+      let bytes;
+      try {
+        bytes = await d.cache.ensure(file, current, via);
+      } catch (err) {
+        d.onError(err, id);
+        sendError(res, 'bad_gateway', 'This edge could not fetch the file; try the next source.');
+        return;
+      }
+      if (!bytes) {
+        unavailable(res, 'no_room', 'This edge cannot keep this file now.');
+        return;
+      }
+      if (!d.follower.serving() || !current()) {
+        unavailable(res, 'changed', 'The file changed while this edge fetched it.');
+        return;
+      }
+      if (res.destroyed) return;
+      d.cache.counts.servedToChildren++;
+      res.writeHead(200, ['Content-Type', 'application/octet-stream', 'Content-Length', String(file.size), 'Cache-Control', 'no-store',
+        'X-Coffer-Sha256', sha256, 'X-Coffer-Seq', String(d.state.seq)]);
+      if (req.method === 'HEAD' || file.size === 0) res.end();
+      else if (bytes.memory) res.end(bytes.memory);
+      else await streamFile(bytes.path!, 0, file.size - 1, res, current).catch(() => res.destroy());
+    } finally {
+      clearInterval(beat);
+    }
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * A TCP forwarder that keeps what clients send (requests are small here: the feed, acks,
+ * blob fetches and usage reports), so a test can count the origin's blob fetches and read
+ * the edges' usage reports without touching the origin.
+ */
+import { createServer, connect, type Server, type Socket } from 'node:net';
+
+export class RequestTap {
+  /** Everything each connection sent, as latin1 text, in the order connections opened. */
+  readonly sent: string[] = [];
+  private readonly sockets = new Set<Socket>();
+
+  private constructor(private readonly server: Server, readonly port: number) {}
+
+  static async start(target: string): Promise<RequestTap> {
+    const { hostname, port } = new URL(target);
+    let tap!: RequestTap;
+    const server = createServer((client) => {
+      const at = tap.sent.push('') - 1;
+      const upstream = connect(Number(port), hostname);
+      for (const s of [client, upstream]) {
+        tap.sockets.add(s);
+        s.on('error', () => undefined);
+        s.once('close', () => tap.sockets.delete(s));
+      }
+      client.on('data', (d: Buffer) => {
+        tap.sent[at] += d.toString('latin1');
+      });
+      client.pipe(upstream);
+      upstream.pipe(client);
+      client.once('close', () => upstream.destroy());
+      upstream.once('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    tap = new RequestTap(server, typeof address === 'object' && address ? address.port : 0);
+    return tap;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** How many requests asked for this file's bytes. */
+  blobFetches(fileId: string): number {
+    const line = `GET /_edge/blob/${fileId}`;
+    return this.sent.reduce((n, text) => n + text.split(line).length - 1, 0);
+  }
+
+  /** The bodies of every usage report sent so far, parsed. */
+  usageReports(): any[] {
+    const reports: any[] = [];
+    for (const text of this.sent) {
+      for (const m of text.matchAll(/POST \/_edge\/usage HTTP\/1\.1\r\n([\s\S]*?)\r\n\r\n/g)) {
+        const length = Number(/content-length:\s*(\d+)/i.exec(m[1]!)?.[1] ?? 0);
+        const start = m.index! + m[0].length;
+        const body = text.slice(start, start + length);
+        if (body.length === length) reports.push(JSON.parse(Buffer.from(body, 'latin1').toString('utf8')));
+      }
+    }
+    return reports;
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}

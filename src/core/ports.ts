@@ -311,6 +311,17 @@ export interface EdgeLease extends EdgeAck {
   version: number;
 }
 
+/**
+ * An edge's last report of itself (POST /_edge/usage's `edge`), kept where every origin sharing
+ * the store can list it: `report` is the report as JSON, `received_at` the receiving origin's wall ms.
+ */
+export interface EdgeReportRow {
+  edge_id: string;
+  origin_id: string;
+  received_at: number;
+  report: string;
+}
+
 export interface MetadataStore {
   readonly dialect: 'sqlite' | 'postgres';
   /**
@@ -367,6 +378,11 @@ export interface MetadataStore {
   markEdgeCaughtUp(edgeId: string, version: number): Promise<boolean>;
   /** Deletes the rows of edges not live since before `before`; returns how many. */
   pruneEdgeLeases(before: number): Promise<number>;
+  /** Keeps an edge's last report, one row per edge (the newest replaces the one before). */
+  recordEdgeReport(row: EdgeReportRow): Promise<void>;
+  edgeReports(): Promise<EdgeReportRow[]>;
+  /** Deletes the reports received before `before`; returns how many. */
+  pruneEdgeReports(before: number): Promise<number>;
   close(): Promise<void>;
 }
 

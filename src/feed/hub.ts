@@ -57,6 +57,7 @@ import type { ServerResponse } from 'node:http';
 import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
 import type { MetadataStore } from '../core/ports.js';
 import { pollingOnly, type EventWake, type WakeReason } from './event-wake.js';
+import { EdgeFleet } from './fleet.js';
 import { EventHead } from './head.js';
 import { EdgeLeases, type AckAnswer } from './leases.js';
 import { Poller } from './polling.js';
@@ -85,7 +86,8 @@ export interface EdgeHubOptions {
 
 /** The parts of the metadata store the feed uses. */
 export type FeedStore = Pick<MetadataStore,
-  'lastEventSeq' | 'eventsAfter' | 'edgeLeases' | 'recordEdgeAcks' | 'markEdgesLapsed' | 'markEdgeCaughtUp' | 'pruneEdgeLeases'>;
+  'lastEventSeq' | 'eventsAfter' | 'edgeLeases' | 'recordEdgeAcks' | 'markEdgesLapsed' | 'markEdgeCaughtUp' | 'pruneEdgeLeases'
+  | 'recordEdgeReport' | 'edgeReports' | 'pruneEdgeReports'>;
 
 export const DEFAULT_POLL_MS = 25;
 
@@ -93,6 +95,8 @@ export const defaultSkewMs = (leaseMs: number): number => Math.min(250, Math.flo
 
 export class EdgeHub {
   readonly originId: string;
+  /** Every edge the store knows, with its last report, for operators (fleet.ts). */
+  readonly fleet: EdgeFleet;
   private readonly leaseMs: number;
   private readonly wake: EventWake;
   private readonly onError: (what: string, err: unknown) => void;
@@ -130,6 +134,7 @@ export class EdgeHub {
       wanted: () => this.streams.size > 0 || this.wait.waiting > 0 || this.leases.hearing(),
       poll: () => this.poll(),
     });
+    this.fleet = new EdgeFleet({ meta, clock, originId: this.originId, head: () => this.head.seq, onError });
     // Heartbeats keep edges' watchdogs quiet and carry the head.
     this.heartbeat = clock.setInterval(() => void this.tick(), Math.max(50, Math.floor(this.leaseMs / 4)));
     this.heartbeat.unref?.();

@@ -9,6 +9,8 @@ import { errors } from '../core/errors.js';
 import type { CofferService } from '../service/service.js';
 import type { EdgeHub } from '../feed/hub.js';
 import type { EdgeRecords } from '../feed/records.js';
+import { parseEdgeStatus, type EdgeStatus } from '../feed/edge-status.js';
+import { registerEdgesList } from './routes/edges.js';
 
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -20,6 +22,7 @@ export interface EdgeRouteFeed {
 
 export async function registerEdgeRoutes(root: FastifyInstance, service: CofferService, feed: EdgeRouteFeed): Promise<void> {
   await root.register(async (app) => edgeRoutes(app, service, feed));
+  registerEdgesList(root, feed.hub.fleet);
 }
 
 function edgeRoutes(app: FastifyInstance, service: CofferService, { hub, records }: EdgeRouteFeed): void {
@@ -44,8 +47,15 @@ function edgeRoutes(app: FastifyInstance, service: CofferService, { hub, records
   });
 
   // What an edge served since its last report, summed per file: counted by the origin per day.
+  // With it, optionally, the edge's report of itself (`edge`), kept for the edges list.
   app.post('/_edge/usage', { schema: hidden, config: edge, bodyLimit: 4 * 1024 * 1024 }, async (request) => {
-    const body = request.body as { files?: unknown } | undefined;
+    const body = request.body as { files?: unknown; edge?: unknown } | undefined;
+    let status: EdgeStatus | undefined;
+    if (body?.edge !== undefined) {
+      const parsed = parseEdgeStatus(body.edge);
+      if (typeof parsed === 'string') throw errors.invalidRequest(`usage's ${parsed}.`, 'edge');
+      status = parsed;
+    }
     const files = body?.files;
     if (!files || typeof files !== 'object' || Array.isArray(files)) throw errors.invalidRequest('usage needs {"files": {id: [downloads, bytes]}}.');
     const reports = [];
@@ -56,6 +66,7 @@ function edgeRoutes(app: FastifyInstance, service: CofferService, { hub, records
       reports.push({ file_id: id, downloads: value[0] as number, bytes: value[1] as number });
     }
     await service.usage.record(reports);
+    if (status) await hub.fleet.record(status);
     return { recorded: reports.length };
   });
 

@@ -20,6 +20,8 @@ export interface Rule {
   wholeTree?: boolean;
   /** A second scope a key must hold too (a webhook's deliveries carry what `read` shows). */
   alsoScope?: Scope;
+  /** Only the root key and its Playground sessions may take it, whatever a key's scopes: it shows the deployment itself. */
+  rootOnly?: boolean;
 }
 
 /**
@@ -43,6 +45,8 @@ export const RULES = {
   'webhook.read': { scope: 'admin' },
   'webhook.write': { scope: 'admin' },
   'usage.read': { scope: 'read', wholeTree: true },
+  /** The delivery network: edges' names, parents, state and counts. */
+  'edges.read': { scope: 'admin', rootOnly: true },
 } as const satisfies Record<string, Rule>;
 
 export type Action = keyof typeof RULES;
@@ -64,6 +68,7 @@ export function authorize(caller: Caller, action: Action): void {
       if (rule.grants) return;
       throw errors.forbidden('An upload grant allows uploads only.');
     case 'key':
+      if (rule.rootOnly) throw errors.forbidden('Only the root key, or a Playground session, may do this.');
       if (!caller.scopes.has(rule.scope)) throw errors.forbidden(`This key lacks the "${rule.scope}" scope.`, { scope: rule.scope });
       if (rule.alsoScope && !caller.scopes.has(rule.alsoScope)) {
         throw errors.forbidden(`This key lacks the "${rule.alsoScope}" scope.`, { scope: rule.alsoScope });

@@ -4,7 +4,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { Migrator, sql } from './kysely.js';
 import type {
-  BlobToDelete, EdgeAck, GrantRows, KeyRows, S3Rows, TusRows, UsageRows, WebhookRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
+  BlobToDelete, EdgeAck, EdgeReportRow, GrantRows, KeyRows, S3Rows, TusRows, UsageRows, WebhookRows, EdgeLease, MetadataStore, MetadataTx, NewEvent, PageQuery, RowLock, StoredEvent, StoredFile, StoredFolder, StoredPart, StoredSession,
 } from '../../core/ports.js';
 import { KeyedQueue } from '../../core/coalesce.js';
 import { MAX_FOLDER_DEPTH } from '../../core/upload.js';
@@ -397,6 +397,27 @@ export class KyselyMetadataStore implements MetadataStore {
 
   pruneEdgeLeases(before: number): Promise<number> {
     return this.leases.prune(before);
+  }
+
+  // ---- the edges' last reports of themselves (feed/fleet.ts) --------------------
+
+  async recordEdgeReport(row: EdgeReportRow): Promise<void> {
+    await this.db.insertInto('edge_reports').values(row)
+      .onConflict((oc) => oc.column('edge_id').doUpdateSet({
+        origin_id: sql`excluded.origin_id`, received_at: sql`excluded.received_at`, report: sql`excluded.report`,
+      }))
+      .execute();
+  }
+
+  async edgeReports(): Promise<EdgeReportRow[]> {
+    const rows = await this.db.selectFrom('edge_reports').selectAll().execute();
+    // PostgreSQL answers bigint as text.
+    return rows.map((r) => ({ ...r, received_at: Number(r.received_at) }));
+  }
+
+  async pruneEdgeReports(before: number): Promise<number> {
+    const result = await this.db.deleteFrom('edge_reports').where('received_at', '<', before).executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 
   async close(): Promise<void> {

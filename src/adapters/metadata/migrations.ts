@@ -326,6 +326,25 @@ function s3(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * Each edge's last report of itself (name, parents, cache, counts), so that any origin sharing
+ * the store lists every edge beside its lease (feed/fleet.ts).
+ */
+const edgeReports: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable('edge_reports')
+      .addColumn('edge_id', 'text', (c) => c.primaryKey())
+      .addColumn('origin_id', 'text', (c) => c.notNull())
+      .addColumn('received_at', 'bigint', (c) => c.notNull())
+      .addColumn('report', 'text', (c) => c.notNull())
+      .execute();
+  },
+  async down(db: Kysely<any>) {
+    await db.schema.dropTable('edge_reports').execute();
+  },
+};
+
 export class CofferMigrations implements MigrationProvider {
   constructor(private readonly dialect: Dialect) {}
   async getMigrations(): Promise<Record<string, Migration>> {
@@ -336,6 +355,7 @@ export class CofferMigrations implements MigrationProvider {
       '0009_tus': tus(this.dialect),
       '0010_s3': s3(this.dialect),
       ...reachMigrations(this.dialect),
+      '0015_edge_reports': edgeReports,
     };
   }
 }

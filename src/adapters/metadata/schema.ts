@@ -3,7 +3,7 @@ import type { StoredGrant, StoredKey } from '../../core/access.js';
 import type { StoredDelivery, StoredWebhook } from '../../core/webhooks.js';
 import type { UsageRow } from '../../core/ports.js';
 import type { StoredTusUpload } from '../../core/tus.js';
-import type { EdgeLease, S3Upload, StoredFile, StoredFolder, StoredPart, StoredSession } from '../../core/ports.js';
+import type { EdgeLease, EdgeReportRow, S3Upload, StoredFile, StoredFolder, StoredPart, StoredSession } from '../../core/ports.js';
 
 export interface EventsTable {
   seq: Generated<number>;
@@ -31,6 +31,7 @@ export interface Database {
   blob_trash: BlobTrashTable;
   sessions: StoredSession;
   edge_leases: EdgeLease;
+  edge_reports: EdgeReportRow;
   access_keys: StoredKey;
   upload_grants: StoredGrant;
   webhooks: StoredWebhook;

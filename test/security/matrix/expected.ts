@@ -9,6 +9,8 @@ export type Need =
   | { kind: 'public' }
   | { kind: 'edge' }
   | { kind: 'session' }
+  /** The root key and its sessions only, whatever a key's scopes. */
+  | { kind: 'root' }
   /** A call of the programmatic interface (or S3, or tus) that a key needs all of `scopes` for. */
   | { kind: 'scoped'; scopes: readonly Scope[]; grants?: boolean; wholeTree?: boolean };
 
@@ -19,6 +21,7 @@ export const NEEDS = {
   public: { kind: 'public' },
   edge: { kind: 'edge' },
   session: { kind: 'session' },
+  'see edges': { kind: 'root' },
   'read files': { kind: 'scoped', scopes: ['read'] },
   'change files': { kind: 'scoped', scopes: ['write'] },
   'read folders': { kind: 'scoped', scopes: ['read'] },
@@ -52,6 +55,7 @@ export function allowed(c: Cell): boolean {
   if (need.kind === 'public') return true;
   if (need.kind === 'edge') return false;
   if (need.kind === 'session') return c.caller.kind === 'session';
+  if (need.kind === 'root') return c.caller.kind === 'root' || c.caller.kind === 'session';
   const who = c.caller;
   if (who.kind === 'dead') return false;
   if (c.s3 && who.kind !== 'key') return false;
@@ -75,6 +79,7 @@ export function refusalStatuses(c: Cell): number[] {
   if (need.kind === 'edge' || need.kind === 'session') return [401, 403];
   const who = c.caller;
   if (who.kind === 'dead') return [401];
+  if (need.kind === 'root') return [403];
   if (need.kind === 'scoped' && who.kind === 'key' && need.scopes.every((s) => who.scopes.includes(s)) && !need.wholeTree) return [404];
   return [403, 404];
 }

@@ -54,6 +54,7 @@ const JSON_OPERATIONS: Operation[] = [
   json('/collections/keys/list', 'manage keys', 'none', async () => ({})),
   json('/collections/keys/revoke', 'manage keys', 'place', async (ctx, _c, place) => ({ key_id: await ctx.keyIn(place) })),
   json('/collections/usage', 'read usage', 'none', async () => ({})),
+  json('/collections/edges', 'see edges', 'none', async () => ({})),
   json('/collections/webhooks/create', 'make webhooks', 'none', async () => ({ url: 'http://127.0.0.1:9/hook', events: ['file.ready'] })),
   json('/collections/webhooks/list', 'manage webhooks', 'none', async () => ({})),
   json('/collections/webhooks/delete', 'manage webhooks', 'place', async (ctx, _c, place) => ({ webhook_id: await ctx.webhookIn(place) })),

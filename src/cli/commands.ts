@@ -10,6 +10,7 @@ import type { CreateFlags, GrantFlags } from './keys.js';
 import type { UploadFlags } from './upload.js';
 import type { SyncFlags } from './sync.js';
 import type { LinkFlags } from './client.js';
+import type { EdgesFlags } from './edges.js';
 
 const files = () => import('./client.js');
 const access = () => import('./keys.js');
@@ -226,4 +227,16 @@ ${examples(
     .option('--json', 'print the answer as JSON')
     .addHelpText('after', examples(`coffer revoke-links ${FILE_ID}`, `coffer revoke-links ${FILE_ID} && coffer link ${FILE_ID}`))
     .action(async (fileId: string, flags: ClientFlags & { json?: boolean }) => (await access()).revokeLinks(fileId, flags, io));
+
+  clientOptions(program.command('edges').description('List every edge the origin knows: parent, state, last seen, feed lag, cache, hit ratio, traffic (root key only).'))
+    .option('--json', 'print the origin\'s answer as JSON (docs/api.md "Edges")')
+    .addHelpText('after', examples('coffer edges', 'coffer edges --json | jq \'.edges[] | select(.answering | not) | .name\'', 'watch -n 5 coffer edges')
+      + `
+Columns: NAME (COFFER_EDGE_NAME), PARENT (the first parent edge it fills from, or origin),
+STATE (live, catching up, or "!! NOT ANSWERING" when its lease lapsed or its reports
+stopped for 30 s), LAST SEEN, LAG (feed events it has yet to apply), CACHE (used / capacity),
+HIT (hits / (hits + misses) since it started), REQUESTS and SENT since it started.
+An edge silent for an hour is no longer listed. Needs the root key.
+`)
+    .action(async (flags: EdgesFlags) => (await import('./edges.js')).listEdges(flags, io));
 }

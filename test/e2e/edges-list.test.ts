@@ -5,7 +5,8 @@
  * and reports: one keeps going, one stops and is shown as not answering, then forgotten.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ManualClock } from '../kit/index.js';
+import { ManualClock, eventually } from '../kit/index.js';
+import { startTestEdge } from '../helpers/logging-edge.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
 
@@ -154,4 +155,31 @@ describe('who may list', () => {
     expect(bySession.status).toBe(200);
     expect(Array.isArray(bySession.body.edges)).toBe(true);
   });
+});
+
+describe('a real edge', () => {
+  // On the wall clock with a short lease: the edge runs its own timers in this process.
+  let wall: TestOrigin;
+  beforeAll(async () => {
+    wall = await startTestOrigin({ COFFER_EDGE_LEASE_MS: '1000' });
+  });
+  afterAll(async () => {
+    await wall?.close();
+  });
+  const edges = async () => (await wall.post('/collections/edges', {})).body.edges as any[];
+
+  test('reports itself with its name, is live, and is shown not answering once stopped', async () => {
+    const running = await startTestEdge(wall, () => ({ COFFER_EDGE_NAME: 'Berlin' }));
+    try {
+      await running.edge.reportUsage();
+      await eventually(async () => expect(await edges()).toMatchObject([{ name: 'Berlin', parents: [], state: 'live', answering: true, requests: 0, hit_ratio: null }]), { timeoutMs: 10_000 });
+      const [berlin] = await edges();
+      expect(berlin.cache_capacity_bytes).toBeGreaterThan(0);
+      expect(Date.parse(berlin.started_at)).toBeLessThanOrEqual(Date.now());
+    } finally {
+      await running.close();
+    }
+    // Its lease (1 s) runs out; it stays listed, not answering.
+    await eventually(async () => expect(await edges()).toMatchObject([{ name: 'Berlin', state: 'lapsed', answering: false }]), { timeoutMs: 15_000 });
+  }, 30_000);
 });

@@ -37,8 +37,15 @@ export interface PublishWaitOptions {
   onError(what: string, err: unknown): void;
 }
 
+/** Someone waiting for the changes waiting at one moment to be answered (`settled`). */
+interface Quiet {
+  upTo: number;
+  finish(): void;
+}
+
 export class PublishWait {
   private waiters: Waiter[] = [];
+  private quiet: Quiet[] = [];
   /** The lease table as last read, patched by this origin's own writes since. */
   private rows = new Map<string, EdgeLease>();
   /** The number of the read `rows` came from. */
@@ -71,6 +78,36 @@ export class PublishWait {
       this.waiters.push({ seq, minRead: this.readsStarted + 1, resolve });
       this.readRows();
     });
+  }
+
+  /**
+   * Resolves once every change waiting now has been answered, or after `limitMs`. Bytes of a
+   * new file are sent to edges after this, so the fills do not compete with the
+   * acknowledgements its completion waits for.
+   */
+  settled(limitMs: number): Promise<void> {
+    const upTo = this.waiters.reduce((m, w) => Math.max(m, w.seq), -Infinity);
+    if (this.closed || upTo === -Infinity || limitMs <= 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = this.o.clock.setTimeout(() => entry.finish(), limitMs);
+      timer.unref?.();
+      const entry: Quiet = {
+        upTo,
+        finish: () => {
+          this.o.clock.clearTimeout(timer);
+          this.quiet = this.quiet.filter((q) => q !== entry);
+          resolve();
+        },
+      };
+      this.quiet.push(entry);
+    });
+  }
+
+  /** Lets go of those in `settled` once no change up to theirs is waiting. */
+  private releaseQuiet(): void {
+    if (this.quiet.length === 0) return;
+    const lowest = this.waiters.reduce((m, w) => Math.min(m, w.seq), Infinity);
+    for (const q of [...this.quiet]) if (q.upTo < lowest) q.finish();
   }
 
   /** A row as this origin wrote it. */
@@ -136,6 +173,7 @@ export class PublishWait {
     if (this.wantRead) this.o.schedulePoll();
     if (found.marks.size > 0) void this.mark(found.marks);
     this.wakeAt(found.next, at);
+    this.releaseQuiet();
   }
 
   /**
@@ -212,5 +250,6 @@ export class PublishWait {
     this.wakeTimer = null;
     for (const w of this.waiters) w.resolve();
     this.waiters = [];
+    this.releaseQuiet();
   }
 }

@@ -25,10 +25,25 @@ export interface EdgeBlob {
   sha256: string | null;
 }
 
+/**
+ * Holds a new file's bytes back while changes wait for the edges' acknowledgements: the
+ * completion answers once every edge acknowledged it, and edges prefetch as soon as they hear
+ * of it, so without this their fills compete with the acknowledgements for the machine.
+ */
+export interface FillGate {
+  /** Resolves once the changes waiting now are answered, or after `limitMs` (PublishWait.settled). */
+  settled(limitMs: number): Promise<void>;
+  /** Wall clock, Unix ms (the clock `completed_at` was written with). */
+  now(): number;
+  /** How long after its completion a file's bytes may be held back, at most. */
+  holdMs: number;
+}
+
 export class EdgeRecords {
   constructor(
     private readonly meta: Pick<MetadataStore, 'lastEventSeq' | 'allFolders' | 'allReadyFiles' | 'read'>,
     private readonly blobs: Pick<BlobStore, 'read'>,
+    private readonly gate?: FillGate,
   ) {}
 
   /** Every folder and ready file, with the sequence they are at least as new as. */
@@ -52,8 +67,15 @@ export class EdgeRecords {
 
   /** A ready file's bytes, or undefined (also when the file was deleted since it was looked up). */
   async blob(id: string): Promise<EdgeBlob | undefined> {
-    const file = await this.readyFile(id);
+    let file = await this.readyFile(id);
     if (!file) return undefined;
+    const hold = this.gate && file.completed_at !== null ? file.completed_at + this.gate.holdMs - this.gate.now() : 0;
+    if (hold > 0) {
+      await this.gate!.settled(hold);
+      // Deleted or replaced meanwhile: read again.
+      file = await this.readyFile(id);
+      if (!file) return undefined;
+    }
     try {
       return { stream: await this.blobs.read(file.blob_key), size: file.size, sha256: file.sha256 };
     } catch (err) {

@@ -1,7 +1,8 @@
-/** The Playground: the sign-in screen, or once a session exists the file manager, the keys or the webhooks (the address decides). */
+/** The Playground: the sign-in screen, or once a session exists the file manager, the keys, the webhooks or the edges (the address decides). */
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { currentSession, signOut } from '../api.js';
+import { EdgesPage } from '../edges/EdgesPage.js';
 import { KeysPage } from '../keys/KeysPage.js';
 import { WebhooksPage } from '../webhooks/WebhooksPage.js';
 import { dropSessionUploads } from '../uploads/shared.js';
@@ -74,7 +75,9 @@ export function App(): JSX.Element {
         },
         onSessionEnded: () => ended('Your session has ended. Sign in again to continue.'),
       };
-      screen = page === 'keys' ? <KeysPage {...session} /> : page === 'webhooks' ? <WebhooksPage {...session} /> : <FileManager {...session} />;
+      screen = page === 'keys' ? <KeysPage {...session} />
+        : page === 'webhooks' ? <WebhooksPage {...session} />
+          : page === 'edges' ? <EdgesPage {...session} /> : <FileManager {...session} />;
       break;
     }
   }

@@ -1,6 +1,6 @@
-/** The Playground's pages (Files, Keys, Webhooks) as links in the top bar; the current one is marked. */
+/** The Playground's pages (Files, Keys, Webhooks, Edges) as links in the top bar; the current one is marked. */
 import type { JSX } from 'preact';
-import { FolderIcon, KeyIcon, WebhookIcon } from './icons.js';
+import { FolderIcon, KeyIcon, ServerIcon, WebhookIcon } from './icons.js';
 import { navigate, routeHref, type Page } from './state/url.js';
 import './nav.css';
 
@@ -8,6 +8,7 @@ const PAGES: { page: Page; label: string; Icon: typeof FolderIcon }[] = [
   { page: 'files', label: 'Files', Icon: FolderIcon },
   { page: 'keys', label: 'Keys', Icon: KeyIcon },
   { page: 'webhooks', label: 'Webhooks', Icon: WebhookIcon },
+  { page: 'edges', label: 'Edges', Icon: ServerIcon },
 ];
 
 export function PageNav(props: { current: Page }): JSX.Element {

@@ -142,6 +142,9 @@ export const SortIcon = (p: IconProps) => (
 export const WebhookIcon = (p: IconProps) => (
   <Svg {...p}><path d="M9 16.5a3.5 3.5 0 1 1-3-5.9M12.5 8.2a3.5 3.5 0 1 1 4.3 3.9M18 17h-7.5l-3-5L11 6" /></Svg>
 );
+export const ServerIcon = (p: IconProps) => (
+  <Svg {...p}><rect x="3.5" y="4" width="17" height="6.5" rx="1.8" /><rect x="3.5" y="13.5" width="17" height="6.5" rx="1.8" /><path d="M7.5 7.25h.01M7.5 16.75h.01M11 7.25h6M11 16.75h6" /></Svg>
+);
 export const SendIcon = (p: IconProps) => (
   <Svg {...p}><path d="M21 3 10 14M21 3l-7 18-4-7-7-4z" /></Svg>
 );

@@ -1,11 +1,14 @@
 /**
  * The address holds where the user is: the page, the folder, the view and the search,
- * e.g. `/?folder=ID&view=list&q=term` (`&in=all` searches every folder), `/?page=keys` or `/?page=webhooks`. Reload, back and forward restore it.
+ * e.g. `/?folder=ID&view=list&q=term` (`&in=all` searches every folder), `/?page=keys`, `/?page=webhooks` or `/?page=edges`. Reload, back and forward restore it.
  */
 import { useEffect, useState } from 'preact/hooks';
 
 export type View = 'grid' | 'list';
-export type Page = 'files' | 'keys' | 'webhooks';
+export type Page = 'files' | 'keys' | 'webhooks' | 'edges';
+
+/** The pages that stand alone: the folder, view and search belong to the files. */
+const STANDALONE: readonly Page[] = ['keys', 'webhooks', 'edges'];
 
 export interface Route {
   /** Absent: the files. */
@@ -22,7 +25,7 @@ export function parseRoute(search: string): Route {
   const p = new URLSearchParams(search);
   const view = p.get('view');
   return {
-    page: p.get('page') === 'keys' ? 'keys' : p.get('page') === 'webhooks' ? 'webhooks' : 'files',
+    page: STANDALONE.find((x) => x === p.get('page')) ?? 'files',
     folder: p.get('folder') || null,
     view: view === 'grid' || view === 'list' ? view : null,
     q: p.get('q') ?? '',
@@ -32,8 +35,7 @@ export function parseRoute(search: string): Route {
 
 export function routeHref(r: Route): string {
   const p = new URLSearchParams();
-  // The keys and webhooks pages stand alone: the folder, view and search belong to the files.
-  if (r.page === 'keys' || r.page === 'webhooks') return `/?page=${r.page}`;
+  if (r.page && STANDALONE.includes(r.page)) return `/?page=${r.page}`;
   if (r.folder) p.set('folder', r.folder);
   if (r.view) p.set('view', r.view);
   if (r.q) p.set('q', r.q);

@@ -243,6 +243,8 @@ export class EdgeCache {
     const chunks: Buffer[] = [];
     let size = 0;
     const alive = () => this.lastAlive.set(file.file_id, Date.now());
+    // No loop of parents can stall a fill from the origin: it counts as alive from its start.
+    if (source.kind === 'origin') alive();
     try {
       // Chunks are gathered into 1 MiB writes: a few file operations per file, not one per packet.
       const out = await open(tmp, 'wx', 0o600);

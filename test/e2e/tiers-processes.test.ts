@@ -1,6 +1,6 @@
 /**
  * Issue 26, tiers, with real edge processes (`dist/cli/main.js edge --parent …`): a parent
- * killed (SIGKILL) while its child's prewarm waits on it, and a parent stopped (SIGSTOP)
+ * killed (SIGKILL) while its child's prewarm waits on it or in the middle of sending it, and a parent stopped (SIGSTOP)
  * before a new file's prewarm. The children fall back to the origin and serve the right bytes.
  */
 import { randomBytes } from 'node:crypto';
@@ -11,11 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { spawnCoffer, stopAll, type CofferProcess } from '../helpers/processes.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { RequestTap } from '../helpers/request-tap.js';
 import { sha256, waitFor } from '../kit/index.js';
 
 let o: TestOrigin;
 let root = '';
 const proxies: TcpProxy[] = [];
+const taps: RequestTap[] = [];
 
 beforeAll(async () => {
   o = await startTestOrigin();
@@ -24,7 +26,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopAll();
-  await Promise.all(proxies.map((p) => p.close()));
+  await Promise.all([...proxies, ...taps].map((p) => p.close()));
   await o?.close();
   await rm(root, { recursive: true, force: true });
 });
@@ -76,6 +78,24 @@ describe('a parent that dies or stops', () => {
     parent.proc.child.kill('SIGKILL');
     await parent.proc.exited;
     await servedWhole(child.url, rec.file_id, sha256(bytes));
+  }, 60_000);
+
+  it('a parent killed in the middle of sending a prewarm: the child discards the part and fills from the next parent', async () => {
+    const parent = await spawnEdge(o.url);
+    const second = await spawnEdge(o.url);
+    const toParent = await RequestTap.start(parent.url);
+    const toSecond = await RequestTap.start(second.url);
+    taps.push(toParent, toSecond);
+    const child = await spawnEdge(o.url, [toParent.url, toSecond.url]);
+    // The child has had 1 MiB of the file from its parent when the parent dies.
+    const midway = toParent.holdAnswersAfter(1024 * 1024);
+    const bytes = randomBytes(5 * 1024 * 1024);
+    const rec = await uploadBytes(o, bytes, { name: 'killed-mid-body.bin' });
+    await midway;
+    parent.proc.child.kill('SIGKILL');
+    await parent.proc.exited;
+    await servedWhole(child.url, rec.file_id, sha256(bytes));
+    expect(toSecond.blobFetches(rec.file_id)).toBe(1);
   }, 60_000);
 
   it('a stopped parent (SIGSTOP): the child gives it up after 3 s of silence and fills from the origin', async () => {

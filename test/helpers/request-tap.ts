@@ -9,6 +9,9 @@ export class RequestTap {
   /** Everything each connection sent, as latin1 text, in the order connections opened. */
   readonly sent: string[] = [];
   private readonly sockets = new Set<Socket>();
+  /** Bytes forwarded back to clients so far, over every connection. */
+  responded = 0;
+  private limit: { at: number; hit: boolean; reached(): void } | null = null;
 
   private constructor(private readonly server: Server, readonly port: number) {}
 
@@ -27,7 +30,7 @@ export class RequestTap {
         tap.sent[at] += d.toString('latin1');
       });
       client.pipe(upstream);
-      upstream.pipe(client);
+      upstream.on('data', (d: Buffer) => tap.respond(upstream, client, d));
       client.once('close', () => upstream.destroy());
       upstream.once('close', () => client.destroy());
     });
@@ -35,6 +38,29 @@ export class RequestTap {
     const address = server.address();
     tap = new RequestTap(server, typeof address === 'object' && address ? address.port : 0);
     return tap;
+  }
+
+  /** Stops forwarding answers once `total` bytes in all have gone back to clients; resolves then. */
+  holdAnswersAfter(total: number): Promise<void> {
+    return new Promise((reached) => {
+      this.limit = { at: total, hit: false, reached };
+    });
+  }
+
+  private respond(upstream: Socket, client: Socket, d: Buffer): void {
+    const limit = this.limit;
+    if (limit?.hit) return;
+    if (limit && this.responded + d.length >= limit.at) {
+      const room = limit.at - this.responded;
+      client.write(d.subarray(0, room));
+      this.responded += room;
+      limit.hit = true;
+      upstream.pause();
+      limit.reached();
+      return;
+    }
+    this.responded += d.length;
+    client.write(d);
   }
 
   get url(): string {

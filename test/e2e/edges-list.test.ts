@@ -157,6 +157,23 @@ describe('who may list', () => {
   });
 });
 
+describe('the OpenAPI document', () => {
+  test('lists the call under "Edges" with its answer\'s fields', async () => {
+    const doc = (await (await fetch(`${o.url}/openapi.json`)).json()) as any;
+    const op = doc.paths['/collections/edges']?.post;
+    expect(op?.tags).toEqual(['Edges']);
+    const ok = op.responses['200'].content['application/json'].schema;
+    expect(Object.keys(ok.properties)).toEqual(['head_seq', 'checked_at', 'edges']);
+    expect(Object.keys(ok.properties.edges.items.properties)).toEqual(expect.arrayContaining([
+      'id', 'name', 'parents', 'state', 'last_seen_at', 'lease_expires_at', 'applied_seq', 'feed_lag_events',
+      'cache_used_bytes', 'cache_capacity_bytes', 'hit_ratio', 'requests', 'bytes_sent', 'fills', 'started_at',
+    ]));
+    expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['401', '403']));
+    // The edges' own routes stay out of it.
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith('/_edge'))).toEqual([]);
+  });
+});
+
 describe('a real edge', () => {
   // On the wall clock with a short lease: the edge runs its own timers in this process.
   let wall: TestOrigin;

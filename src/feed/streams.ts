@@ -5,6 +5,9 @@
  * Back-pressure. A stream is written to only after it drained, and one that does not drain
  * within `drainMs` is destroyed: the edge drops its lease, reconnects and catches up.
  * Heartbeats are not written to a stream that is full.
+ *
+ * A change wakes every stream at once, all at the same sequence: they share one read of the
+ * log and one text, so a fan-out to N edges costs one query, not N.
  */
 import type { ServerResponse } from 'node:http';
 import type { Clock } from '../core/clock.js';
@@ -30,8 +33,15 @@ export interface FeedStreamsOptions {
   clock: Clock;
 }
 
+interface Batch {
+  events: StoredEvent[];
+  text: string;
+}
+
 export class FeedStreams {
   private readonly streams = new Set<Stream>();
+  /** Reads under way, by the sequence they read after and the head when they began. */
+  private readonly reads = new Map<string, Promise<Batch>>();
 
   constructor(private readonly o: FeedStreamsOptions) {}
 
@@ -93,12 +103,8 @@ export class FeedStreams {
       do {
         s.again = false;
         for (;;) {
-          const events = await this.o.eventsAfter(s.sent, BATCH);
+          const { events, text } = await this.read(s.sent);
           if (events.length === 0 || s.res.destroyed) break;
-          let text = '';
-          for (const ev of events) {
-            text += `id: ${ev.seq}\nevent: change\ndata: ${JSON.stringify({ seq: ev.seq, type: ev.type, data: ev.data })}\n\n`;
-          }
           s.sent = events[events.length - 1]!.seq;
           this.o.learned(s.sent);
           if (!(await this.send(s, text))) return;
@@ -110,6 +116,29 @@ export class FeedStreams {
     } finally {
       s.pumping = false;
     }
+  }
+
+  /**
+   * The events after `after` as sent, shared by every stream reading from there while the head
+   * is the same: the head moves only after a commit, so a read begun at this head sees all it
+   * announced, and a stream woken by a newer head reads again.
+   */
+  private read(after: number): Promise<Batch> {
+    const key = `${after}:${this.o.head()}`;
+    let batch = this.reads.get(key);
+    if (batch === undefined) {
+      batch = this.o.eventsAfter(after, BATCH).then((events) => {
+        let text = '';
+        for (const ev of events) {
+          text += `id: ${ev.seq}\nevent: change\ndata: ${JSON.stringify({ seq: ev.seq, type: ev.type, data: ev.data })}\n\n`;
+        }
+        return { events, text };
+      });
+      this.reads.set(key, batch);
+      const forget = () => this.reads.delete(key);
+      batch.then(forget, forget);
+    }
+    return batch;
   }
 
   /** Writes to a stream, waiting for it to drain; false once the stream is gone (dropped if it stays full). */

@@ -118,6 +118,27 @@ describe('fill through a parent', () => {
     for (const c of children) expect(c.edge.cache.counts.failovers).toBe(0);
   });
 
+  it('coalesces six children that all ask while the parent\'s own fill is held at the origin', async () => {
+    const t = await newTap();
+    const parentTap = await newTap();
+    const parent = await edge([], {}, parentTap);
+    const toParent = await RequestTap.start(parent.edge.url);
+    taps.push(toParent);
+    const children = await Promise.all(Array.from({ length: 6 }, () => edge([toParent.url], {}, t)));
+    const release = parentTap.holdRequests(/^GET \/_edge\/blob\//);
+    const f = await upload(1_000_000);
+    try {
+      await waitFor(() => toParent.blobFetches(f.id) === 6 && parentTap.blobFetches(f.id) === 1, { timeoutMs: 10_000, what: 'six children asking the parent' });
+    } finally {
+      release();
+    }
+    await waitCached([parent, ...children], f.id, 30_000);
+    expect(parent.edge.cache.counts).toMatchObject({ origin: 1, servedToChildren: 6 });
+    for (const c of children) expect(c.edge.cache.counts).toMatchObject({ parent: 1, origin: 0, failovers: 0 });
+    expect(parentTap.blobFetches(f.id)).toBe(1);
+    expect(t.blobFetches(f.id)).toBe(0);
+  });
+
   it('serves across three tiers (grandchild → child → parent → origin) with one origin fetch', async () => {
     const t = await newTap();
     const parent = await edge([], {}, t);

@@ -12,6 +12,7 @@ export class RequestTap {
   /** Bytes forwarded back to clients so far, over every connection. */
   responded = 0;
   private limit: { at: number; hit: boolean; reached(): void } | null = null;
+  private holding: { pattern: RegExp; release: Array<() => void> } | null = null;
 
   private constructor(private readonly server: Server, readonly port: number) {}
 
@@ -26,10 +27,24 @@ export class RequestTap {
         s.on('error', () => undefined);
         s.once('close', () => tap.sockets.delete(s));
       }
+      let first = true;
+      let queued: Buffer[] | null = null;
       client.on('data', (d: Buffer) => {
         tap.sent[at] += d.toString('latin1');
+        const hold = tap.holding;
+        if (first && hold?.pattern.test(d.toString('latin1'))) {
+          // Held: nothing of this connection goes on until released.
+          const q: Buffer[] = (queued = []);
+          hold.release.push(() => {
+            queued = null;
+            for (const b of q) upstream.write(b);
+          });
+        }
+        first = false;
+        if (queued) queued.push(d);
+        else upstream.write(d);
       });
-      client.pipe(upstream);
+      client.once('end', () => upstream.end());
       upstream.on('data', (d: Buffer) => tap.respond(upstream, client, d));
       client.once('close', () => upstream.destroy());
       upstream.once('close', () => client.destroy());
@@ -38,6 +53,16 @@ export class RequestTap {
     const address = server.address();
     tap = new RequestTap(server, typeof address === 'object' && address ? address.port : 0);
     return tap;
+  }
+
+  /** Holds every new connection whose first bytes match `pattern` until the returned function is called. */
+  holdRequests(pattern: RegExp): () => void {
+    const hold = { pattern, release: [] as Array<() => void> };
+    this.holding = hold;
+    return () => {
+      this.holding = null;
+      for (const r of hold.release) r();
+    };
   }
 
   /** Stops forwarding answers once `total` bytes in all have gone back to clients; resolves then. */

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ManualClock, eventually } from '../kit/index.js';
 import { startTestEdge } from '../helpers/logging-edge.js';
-import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
+import { startTestOrigin, TEST_METADATA_POSTGRES, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
 
 const clock = new ManualClock(Date.now());
@@ -154,6 +154,23 @@ describe('who may list', () => {
     const bySession = await o.post('/collections/edges', {}, { headers: { authorization: undefined, cookie, 'x-csrf-token': csrf } });
     expect(bySession.status).toBe(200);
     expect(Array.isArray(bySession.body.edges)).toBe(true);
+  });
+});
+
+describe('several origins', () => {
+  // Origins share a store on PostgreSQL (MetadataStore.sharedByOrigins): one lists what another heard.
+  test.runIf(TEST_METADATA_POSTGRES)('an edge heard by one origin is listed by another sharing the store', async () => {
+    const other = await startTestOrigin({ COFFER_EDGE_LEASE_MS: '5000', COFFER_EDGE_TOKEN: edgeAuth.authorization!.slice(7), COFFER_ACCESS_KEY: o.key }, {
+      clock, databaseUrl: o.databaseUrl!,
+    });
+    try {
+      await ack('edge-shared');
+      expect((await report(status('edge-shared', 'Shared'))).status).toBe(200);
+      const listed = (await other.post('/collections/edges', {})).body.edges as any[];
+      expect(listed.find((e) => e.id === 'edge-shared')).toMatchObject({ name: 'Shared', state: 'live', answering: true });
+    } finally {
+      await other.close();
+    }
   });
 });
 

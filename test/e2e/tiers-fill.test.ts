@@ -192,6 +192,25 @@ describe('a parent that is wrong, dead or silent', () => {
     expect(sha256((await get(child, f.path)).body)).toBe(f.sha);
   });
 
+  it('waits on a parent that sends 102 Processing each second, past the 3 s a silent one gets, and takes its bytes', async () => {
+    let current: Buffer = Buffer.alloc(0);
+    let beats = 0;
+    const slow = await fakeParent((_req, res) => {
+      const timer = setInterval(() => {
+        if (++beats <= 4) return res.writeProcessing();
+        clearInterval(timer);
+        res.writeHead(200, { 'content-length': current.length, 'x-coffer-sha256': sha256(current) });
+        res.end(current);
+      }, 1000);
+    });
+    const child = await edge([slow]);
+    current = randomBytes(100_000);
+    const rec = await uploadBytes(o, current, { name: 'slow-parent.bin' });
+    await waitCached([child], rec.file_id, 20_000);
+    expect(beats).toBeGreaterThanOrEqual(5);
+    expect(child.edge.cache.counts).toMatchObject({ parent: 1, origin: 0, failovers: 0 });
+  });
+
   it('takes a parent 404 as "ask the next source": the origin is the authority', async () => {
     const empty = await fakeParent((_req, res) => {
       res.writeHead(404, { 'content-type': 'application/json' });

@@ -110,3 +110,26 @@ describe('the status in usage reports', () => {
     });
   });
 });
+
+describe("a parent's wait for its feed (EdgeState.whenSeq)", () => {
+  it('resolves once the applied sequence reaches the one asked, and forgets a cancelled wait', async () => {
+    const { EdgeState } = await import('../../src/edge/state.js');
+    const state = new EdgeState({ fileReady: () => {}, fileGone: () => {} });
+    state.load({ seq: 5, files: [], folders: [] });
+    let done = false;
+    const now = state.whenSeq(5);
+    await now.reached;
+    const later = state.whenSeq(7);
+    void later.reached.then(() => (done = true));
+    const cancelled = state.whenSeq(9);
+    cancelled.cancel();
+    state.apply({ seq: 6, type: 'folder.deleted', data: { folder_id: 'x' } });
+    await Promise.resolve();
+    expect(done).toBe(false);
+    state.apply({ seq: 7, type: 'folder.deleted', data: { folder_id: 'y' } });
+    await later.reached;
+    expect(done).toBe(true);
+    state.apply({ seq: 9, type: 'folder.deleted', data: { folder_id: 'z' } });
+    expect((state as unknown as { seqWaiters: Set<unknown> }).seqWaiters.size).toBe(0);
+  });
+});

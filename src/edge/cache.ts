@@ -2,7 +2,8 @@
  * An edge's copy of file bytes: small files in memory, the rest on disk, both bounded
  * and evicted least-recently-used first. A file enters the cache only whole and with the
  * SHA-256 its record names, so a partial fetch is never served; concurrent misses for one
- * file share one fetch from the origin.
+ * file share one fetch, from each source in turn (sources.ts: parent edges, then the origin)
+ * until one delivers the whole, checked copy.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, stat, statfs, unlink, writeFile } from 'node:fs/promises';

@@ -84,6 +84,11 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
       return;
     }
     const via = viaOf(req.headers[VIA_HEADER]);
+    // Edge ids only: the list is sent on upstream as it came.
+    if (!via.every((v) => ID.test(v))) {
+      sendError(res, 'invalid_request', 'X-Coffer-Via lists edge ids separated by commas.');
+      return;
+    }
     // A loop, or a chain deeper than the tiers allow: refused at once, so the asker falls back.
     if (via.includes(d.follower.edgeId) || via.length > MAX_VIA) {
       unavailable(res, 'loop', 'This request has passed through this edge already, or through too many edges.');

@@ -296,6 +296,7 @@ describe('the edge-to-edge route', () => {
     const deep = await ask({ ...auth, 'x-coffer-via': 'a,b,c,d' });
     expect(deep.status).toBe(503);
     expect((await ask({ ...auth, 'x-coffer-via': 'a,b,c' })).status).toBe(200);
+    expect((await ask({ ...auth, 'x-coffer-via': 'a b' })).status).toBe(400);
   });
 
   it('refuses another version (409-like, reason "version"), an unknown file (404), and a sequence it does not reach in 2 s', async () => {

@@ -2,13 +2,30 @@
 import type http from 'node:http';
 import { Counter, Gauge } from 'prom-client';
 import { systemClock, type Clock } from '../core/clock.js';
-import { checkScrape, httpMetrics } from '../metrics/registry.js';
+import { performance } from 'node:perf_hooks';
+import { DURATION_BUCKETS, checkScrape, httpMetrics } from '../metrics/registry.js';
+import { RouteTally, fillHttpSeries } from '../metrics/tallied.js';
+import { originForm } from './delivery.js';
 import type { EdgeCache } from './cache.js';
 import { sendError } from './answer-headers.js';
 import type { EdgeState } from './state.js';
 import type { FeedFollower } from './follower.js';
 
 const PREVIEW = /[?&]preview=1(?:&|$)/;
+
+// What observe() and body() note on a response for its 'close' (symbols: no WeakMap per request).
+const TIME = Symbol('time');
+const ARRIVED = Symbol('arrived');
+const ROUTE = Symbol('route');
+const BODY = Symbol('body');
+const LENGTH = Symbol('length');
+type Noted = http.ServerResponse & { [TIME]?: number; [ARRIVED]: number; [ROUTE]?: RouteTally; [BODY]?: boolean; [LENGTH]?: number };
+
+/** The file id of a `/files/ID[?query]` target (absolute form too: RFC 9112 §3.2.2). */
+function fileIdOf(url: string, q: number): string {
+  const path = q < 0 ? url : url.slice(0, q);
+  return path.startsWith('/files/') ? path.slice(7) : originForm(path).slice(7);
+}
 
 /** One answer, as it ended: what usage and the access log are made of. */
 export interface Answered {
@@ -56,9 +73,14 @@ export function edgeMetrics(deps: {
   const listeners = deps.onAnswered ?? [];
   const clock = deps.clock ?? systemClock;
   const m = httpMetrics('edge');
-  const cacheAnswers = new Counter({ name: 'coffer_edge_cache_requests_total', help: 'Byte answers by whether this edge had the file (X-Cache).', labelNames: ['result'], registers: [m.registry] });
-  const hit = cacheAnswers.labels('hit');
-  const miss = cacheAnswers.labels('miss');
+  let hits = 0;
+  let misses = 0;
+  // Filled when scraped from plain counts, like the HTTP series.
+  new Counter({ name: 'coffer_edge_cache_requests_total', help: 'Byte answers by whether this edge had the file (X-Cache).', labelNames: ['result'], registers: [m.registry], collect() {
+    this.reset();
+    if (hits > 0) this.inc({ result: 'hit' }, hits);
+    if (misses > 0) this.inc({ result: 'miss' }, misses);
+  } });
   new Gauge({ name: 'coffer_edge_cache_bytes', help: 'Bytes of files kept in the cache.', registers: [m.registry], collect() { this.set(deps.cache.usedBytes); } });
   new Gauge({ name: 'coffer_edge_cache_capacity_bytes', help: 'The cache bound.', registers: [m.registry], collect() { this.set(deps.cache.capacity); } });
   new Counter({
@@ -80,39 +102,59 @@ export function edgeMetrics(deps: {
   }
   new Gauge({ name: 'coffer_edge_applied_seq', help: 'The last event this edge applied.', registers: [m.registry], collect() { this.set(deps.state.seq); } });
 
-  const bodies = new WeakMap<http.ServerResponse, { hit: boolean; length: number }>();
+  // Counted in plain numbers per request; prom-client gets the totals when scraped (metrics/tallied.ts).
+  const routes = new Map<string, RouteTally>();
+  const tallyOf = (route: string): RouteTally => {
+    let t = routes.get(route);
+    if (!t) {
+      t = new RouteTally(route, DURATION_BUCKETS);
+      routes.set(route, t);
+    }
+    return t;
+  };
+
+  /** Once an answer has ended (its response's 'close'; `this` is the response): counts it and tells the listeners. */
+  function closed(this: Noted): void {
+    const res = this;
+    const req = res.req;
+    const seconds = (performance.now() - res[ARRIVED]) / 1e3;
+    const head = req.method === 'HEAD';
+    const tally = res[ROUTE]!;
+    (head ? tally.head : tally.get).add(res.statusCode, seconds);
+    const hit = res[BODY];
+    const complete = res.writableFinished;
+    // Bytes of answers that went out whole; a cut-off one counts nothing.
+    const bytes = hit !== undefined && complete && !head ? res[LENGTH]! : 0;
+    if (hit !== undefined) {
+      if (hit) hits++;
+      else misses++;
+      tally.bytesOut += bytes;
+    }
+    if (listeners.length === 0) return;
+    const url = req.url ?? '';
+    const q = url.indexOf('?');
+    const answered: Answered = {
+      time: res[TIME]!, method: req.method ?? '', fileId: tally.route === '/files/:id' ? fileIdOf(url, q) : null, status: res.statusCode, bytes, complete,
+      durationMs: Math.round(seconds * 1e6) / 1e3, cache: hit === undefined ? null : hit ? 'HIT' : 'MISS', client: req.socket.remoteAddress ?? '',
+      range: typeof req.headers.range === 'string' ? req.headers.range.slice(0, 100) : null,
+      preview: q >= 0 && PREVIEW.test(url),
+    };
+    for (const l of listeners) l(answered);
+  }
 
   return {
     unhandledRejection: () => m.unhandledRejections.inc(),
     body(res, isHit, length) {
-      bodies.set(res, { hit: isHit, length });
+      const noted = res as Noted;
+      noted[BODY] = isHit;
+      noted[LENGTH] = length;
     },
-    observe(req, res, route) {
-      const time = clock.now();
-      const started = process.hrtime.bigint();
-      res.once('close', () => {
-        const method = req.method === 'HEAD' ? 'HEAD' : 'GET';
-        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-        m.requests.labels(route, method, String(res.statusCode)).inc();
-        m.duration.labels(route, method).observe(seconds);
-        const body = bodies.get(res);
-        const complete = res.writableFinished;
-        // Bytes of answers that went out whole; a cut-off one counts nothing.
-        const bytes = body && complete && method === 'GET' ? body.length : 0;
-        if (body) {
-          (body.hit ? hit : miss).inc();
-          if (bytes > 0) m.bytesOut.labels(route).inc(bytes);
-        }
-        if (listeners.length === 0) return;
-        const url = req.url ?? '';
-        const answered: Answered = {
-          time, method: req.method ?? '', fileId: route === '/files/:id' ? url.slice(7).split('?', 1)[0]! : null, status: res.statusCode, bytes, complete,
-          durationMs: Math.round(seconds * 1e6) / 1e3, cache: body ? (body.hit ? 'HIT' : 'MISS') : null, client: req.socket.remoteAddress ?? '',
-          range: typeof req.headers.range === 'string' ? req.headers.range.slice(0, 100) : null,
-          preview: PREVIEW.test(url),
-        };
-        for (const l of listeners) l(answered);
-      });
+    observe(_req, res, route) {
+      const noted = res as Noted;
+      noted[TIME] = clock.now();
+      noted[ARRIVED] = performance.now();
+      noted[ROUTE] = tallyOf(route);
+      res.on('close', closed);
     },
     async serve(req, res) {
       try {
@@ -121,6 +163,7 @@ export function edgeMetrics(deps: {
         sendError(res, 'unauthorized', (err as Error).message, ['WWW-Authenticate', 'Bearer']);
         return;
       }
+      fillHttpSeries(routes.values(), m.requests, m.duration, m.bytesOut);
       const body = await m.registry.metrics();
       res.writeHead(200, ['Content-Type', m.registry.contentType, 'Cache-Control', 'no-store']).end(body);
     },

@@ -7,7 +7,7 @@
 import type { Clock } from '../core/clock.js';
 import type { EdgeLease, EdgeReportRow, MetadataStore } from '../core/ports.js';
 import type { EdgeEntry, EdgeState, EdgesResponse } from '../core/api-edges.js';
-import type { EdgeStatus } from './edge-status.js';
+import { parseEdgeStatus, type EdgeStatus } from './edge-status.js';
 
 /** How often edges report (their usage reporter's interval). */
 export const REPORT_EVERY_MS = 10_000;
@@ -28,6 +28,16 @@ export interface EdgeFleetOptions {
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** A stored report, checked again: a row another version wrote lists the edge without its counts. */
+function storedStatus(text: string): EdgeStatus | undefined {
+  try {
+    const parsed = parseEdgeStatus(JSON.parse(text));
+    return typeof parsed === 'string' ? undefined : parsed;
+  } catch {
+    return undefined;
+  }
+}
 
 export class EdgeFleet {
   private lastPrune = -Infinity;
@@ -65,7 +75,7 @@ export class EdgeFleet {
   }
 
   private entry(id: string, lease: EdgeLease | undefined, row: EdgeReportRow | undefined, now: number, head: number): EdgeEntry | undefined {
-    const status = row ? (JSON.parse(row.report) as EdgeStatus) : undefined;
+    const status = row ? storedStatus(row.report) : undefined;
     const lastSeen = Math.max(lease?.heard_at ?? 0, row?.received_at ?? 0);
     if (lastSeen === 0) return undefined;
     const applied = Math.max(lease?.acked_seq ?? 0, status?.seq ?? 0);

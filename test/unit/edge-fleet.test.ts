@@ -77,6 +77,12 @@ describe('states', () => {
     expect((await fleet.list()).edges[0]!.hit_ratio).toBe(0.25);
   });
 
+  test('a stored report that no longer reads lists the edge without its counts', async () => {
+    leases = [lease('a')];
+    reports.set('a', { edge_id: 'a', origin_id: 'o', received_at: clock.now(), report: '{"id":"a","name":' });
+    expect((await fleet.list()).edges[0]).toMatchObject({ id: 'a', name: 'a', state: 'live', requests: null });
+  });
+
   test('silent for more than an hour: forgotten', async () => {
     await fleet.record(status('a'));
     await clock.advance(FORGET_AFTER_MS + 1);

@@ -56,6 +56,9 @@ export async function defaultCapacity(dir: string): Promise<number> {
   }
 }
 
+/** `lastAlive` of a fill from the origin: alive for as long as it lasts. */
+const FROM_ORIGIN = -1;
+
 /** A whole, checked copy waiting to be kept. */
 interface Fetched {
   tmp: string;
@@ -185,10 +188,13 @@ export class EdgeCache {
     }
   }
 
-  /** Whether the fill of this file under way heard from upstream within the last `withinMs`. */
+  /**
+   * Whether the fill of this file under way is alive: asking the origin (no loop of parents can
+   * stall that; its own idle limit bounds it), or heard from a parent within the last `withinMs`.
+   */
   fillAlive(fileId: string, withinMs: number): boolean {
     const at = this.lastAlive.get(fileId);
-    return at !== undefined && Date.now() - at <= withinMs;
+    return at !== undefined && (at === FROM_ORIGIN || Date.now() - at <= withinMs);
   }
 
   /** Tries each source in order; a failed or refusing one gives way to the next, from byte 0. */
@@ -243,9 +249,8 @@ export class EdgeCache {
     const keep = file.size <= MEMORY_FILE_LIMIT && file.size <= this.memoryCapacity;
     const chunks: Buffer[] = [];
     let size = 0;
-    const alive = () => this.lastAlive.set(file.file_id, Date.now());
-    // No loop of parents can stall a fill from the origin: it counts as alive from its start.
-    if (source.kind === 'origin') alive();
+    const alive = source.kind === 'origin' ? () => {} : () => this.lastAlive.set(file.file_id, Date.now());
+    if (source.kind === 'origin') this.lastAlive.set(file.file_id, FROM_ORIGIN);
     try {
       // Chunks are gathered into 1 MiB writes: a few file operations per file, not one per packet.
       const out = await open(tmp, 'wx', 0o600);

@@ -98,8 +98,9 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
       unavailable(res, 'no_lease', 'This edge does not hold a lease on the feed right now.');
       return;
     }
-    // The child hears a 102 each second while this edge waits for its feed, or for a fill
-    // that is making progress upstream: a fill stuck in a loop of parents sends none.
+    // The child hears a 102 each second while this edge waits for its feed, or for a fill from
+    // the origin or from a parent that is sending something: a fill stuck in a loop of parents
+    // hears nothing, sends none, and its askers give up on it.
     let waitingForSeq = true;
     const beat = setInterval(() => {
       if (!res.headersSent && !res.destroyed && (waitingForSeq || d.cache.fillAlive(id, BEAT_MS * 1.5))) res.writeProcessing();

@@ -87,8 +87,8 @@ async function startEdge(opts: Options, fleet: Fleet, index: number, deadline: n
   const dataDir = path.join(fleet.edgesDir, name);
   fs.mkdirSync(dataDir);
   const parents = parentsOf(fleet, index, opts.tiers);
-  const args = [opts.cofferEntry, "edge", "--origin", fleet.originUrl];
-  if (parents.length > 0) args.push("--parent", parents.join(","), "--name", name);
+  const args = [opts.cofferEntry, "edge", "--origin", fleet.originUrl, "--name", name];
+  if (parents.length > 0) args.push("--parent", parents.join(","));
   const child = await Child.spawn({
     name,
     command: process.execPath,
@@ -101,7 +101,6 @@ async function startEdge(opts: Options, fleet: Fleet, index: number, deadline: n
       COFFER_SIGNING_SECRET: fleet.secret,
       COFFER_EDGE_TOKEN: fleet.edgeToken,
       COFFER_EDGE_CACHE_BYTES: String(opts.cacheBytes),
-      COFFER_EDGE_NAME: name,
       ...opts.envEdge,
     },
   });

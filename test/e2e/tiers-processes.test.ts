@@ -113,3 +113,16 @@ describe('a parent that dies or stops', () => {
     }
   }, 60_000);
 });
+
+describe('coffer edge --parent', () => {
+  it('refuses a parent with a path, or more than 8, before it starts', async () => {
+    for (const parents of ['http://10.0.1.5:8081/edge', Array.from({ length: 9 }, (_, i) => `http://p${i}:8081`).join(',')]) {
+      const proc = spawnCoffer({
+        kind: 'edge', name: 'bad parents', args: ['edge', '--origin', o.url, '--parent', parents],
+        env: { COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: join(root, 'bad'), COFFER_SIGNING_SECRET: o.secret, COFFER_EDGE_TOKEN: 't' },
+      });
+      expect((await proc.exited).code).toBe(1);
+      expect(proc.stderr()).toMatch(/^coffer: COFFER_EDGE_PARENTS/);
+    }
+  });
+});

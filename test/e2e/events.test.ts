@@ -112,7 +112,7 @@ describe('interface description', () => {
     expect(doc.openapi).toBe('3.1.0');
     const paths = Object.keys(doc.paths).sort();
     expect(paths).toEqual([
-      '/collections/create-link', '/collections/file/delete', '/collections/file/download', '/collections/file/get', '/collections/file/revoke-links', '/collections/file/update',
+      '/collections/create-link', '/collections/edges', '/collections/file/delete', '/collections/file/download', '/collections/file/get', '/collections/file/revoke-links', '/collections/file/update',
       '/collections/folder/create', '/collections/folder/delete', '/collections/folder/get', '/collections/folder/update',
       '/collections/keys/create', '/collections/keys/list', '/collections/keys/revoke',
       '/collections/list', '/collections/search',

@@ -3,16 +3,27 @@
 import { request } from "../common.js";
 import type { Fleet } from "./procs.js";
 
-/** coffer_http_sent_bytes_total summed over the routes that carry a file's bytes to edges. */
-export async function originBlobBytes(fleet: Fleet): Promise<number> {
+export interface OriginCounters {
+  /** coffer_http_sent_bytes_total summed over the routes that carry a file's bytes to edges. */
+  blobBytes: number;
+  /** coffer_change_ack_seconds: the time changes waited for every live edge, summed, and their number. */
+  ackWaitS: number;
+  acks: number;
+}
+
+export async function originCounters(fleet: Fleet): Promise<OriginCounters> {
   const res = await request(`${fleet.originUrl}/metrics`, { headers: { Authorization: `Bearer ${fleet.metricsToken}` }, timeoutMs: 30_000 });
   if (res.status !== 200) throw new Error(`origin /metrics answered ${res.status}`);
-  let sum = 0;
+  const out: OriginCounters = { blobBytes: 0, ackWaitS: 0, acks: 0 };
   for (const line of res.body.toString("utf8").split("\n")) {
-    const m = /^coffer_http_sent_bytes_total\{([^}]*)\} (\S+)$/.exec(line);
-    if (m && /route="[^"]*blob[^"]*"/.test(m[1]!)) sum += Number(m[2]);
+    const m = /^(coffer_http_sent_bytes_total|coffer_change_ack_seconds_sum|coffer_change_ack_seconds_count)(?:\{([^}]*)\})? (\S+)$/.exec(line);
+    if (!m) continue;
+    const value = Number(m[3]);
+    if (m[1] === "coffer_change_ack_seconds_sum") out.ackWaitS += value;
+    else if (m[1] === "coffer_change_ack_seconds_count") out.acks += value;
+    else if (/route="[^"]*blob[^"]*"/.test(m[2] ?? "")) out.blobBytes += value;
   }
-  return sum;
+  return out;
 }
 
 /** The origin's user + system CPU in ms (ticks of 10 ms). */

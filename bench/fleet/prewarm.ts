@@ -6,7 +6,7 @@ import { performance } from "node:perf_hooks";
 import { header, median, pickRandom, sha256 } from "../common.js";
 import { CHECK_PREWARM_BYTES, describe, type Checks } from "./checks.js";
 import type { Options } from "./options.js";
-import { originBlobBytes, originCpuMs } from "./origin-counters.js";
+import { originCounters, originCpuMs } from "./origin-counters.js";
 import { edgeGet, waitAllHit } from "./probe.js";
 import type { Edge, Fleet } from "./procs.js";
 import { complete, sendParts } from "./upload.js";
@@ -23,6 +23,8 @@ export interface PrewarmRound {
   otherStatuses: Record<string, number>;
   /** The origin's CPU from complete-upload's request until every edge was a HIT, ms. */
   originCpuMs: number;
+  /** Of complete-upload's time, how long the change waited for the edges (the origin's own histogram). */
+  ackWaitMs: number | null;
   /** Bytes the origin sent edges for this file (its own counters). */
   originBytes: number;
   /** All edges' CPU over the same span, ms. */
@@ -34,7 +36,7 @@ export async function prewarmRound(fleet: Fleet, edges: Edge[], opts: Options, n
   const data = randomBytes(opts.prewarmBytes);
   const pending = await sendParts(fleet.api, data, name, signal);
   const edgesCpu = (): number => edges.reduce((n, e) => n + (e.child.cpuMs() ?? 0), 0);
-  const bytes0 = await originBlobBytes(fleet);
+  const counters0 = await originCounters(fleet);
   const origin0 = originCpuMs(fleet);
   const edges0 = edgesCpu();
   const up = await complete(fleet.api, pending, signal);
@@ -42,7 +44,7 @@ export async function prewarmRound(fleet: Fleet, edges: Edge[], opts: Options, n
   const waitMs = performance.now() - up.completedAt;
   const origin1 = originCpuMs(fleet);
   const edges1 = edgesCpu();
-  const bytes1 = await originBlobBytes(fleet);
+  const counters1 = await originCounters(fleet);
   const hits = wait.hitMs.filter((x): x is number => x !== null);
   for (const edge of pickRandom(edges, opts.verify)) {
     const res = await edgeGet(edge, up.deliveryPath);
@@ -61,7 +63,8 @@ export async function prewarmRound(fleet: Fleet, edges: Edge[], opts: Options, n
     firstAnswer: wait.firstAnswer,
     otherStatuses: wait.otherStatuses,
     originCpuMs: origin1 - origin0,
-    originBytes: bytes1 - bytes0,
+    originBytes: counters1.blobBytes - counters0.blobBytes,
+    ackWaitMs: counters1.acks > counters0.acks ? (counters1.ackWaitS - counters0.ackWaitS) * 1000 : null,
     edgesCpuMs: edges1 - edges0,
     waitMs,
   };

@@ -78,12 +78,13 @@ export function goals(s: Summary): Goal[] {
 }
 
 function roundsTable(title: string, rounds: PrewarmRound[]): string[] {
-  const rows: string[][] = [["round", "edges", "complete ms", "first HIT", "median HIT", "all HIT", "origin MiB sent", "origin CPU ms", "edges CPU ms", "first answers"]];
+  const rows: string[][] = [["round", "edges", "complete ms", "of which ack wait", "first HIT", "median HIT", "all HIT", "origin MiB sent", "origin CPU ms", "edges CPU ms", "first answers"]];
   rounds.forEach((r, i) =>
     rows.push([
       String(i + 1),
       String(r.edges),
       fmt(r.completeMs, 0),
+      fmt(r.ackWaitMs, 0),
       fmt(r.firstHitMs, 0),
       fmt(r.medianHitMs, 0),
       r.allHitMs === null ? `only ${r.edgesHit}` : fmt(r.allHitMs, 0),

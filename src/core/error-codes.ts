@@ -72,6 +72,7 @@ export const ERROR_CODES = {
   cycle: { status: 409, message: 'A folder cannot be moved into itself or into one of its own sub-folders.' },
   folder_too_deep: { status: 409, message: 'Folders are nested too deep.' },
   offset_mismatch: { status: 409, message: 'The upload is at another offset (ask with HEAD).' },
+  edge_version_mismatch: { status: 409, message: 'This edge knows another version of the file.' },
   upload_busy: { status: 409, message: 'Another request is writing this upload; wait for it to end, then ask for the offset again with HEAD.' },
   upload_expired: { status: 410, message: 'This upload expired (see Upload-Expires) and is being removed; start a new upload.' },
   unsupported_tus_version: { status: 412, message: 'This server speaks another version of tus.' },
@@ -93,6 +94,7 @@ export const ERROR_CODES = {
   unavailable: { status: 503, message: 'The service is not available right now; try again.' },
   edge_unavailable: { status: 503, message: 'This edge cannot answer right now; try again.' },
   variant_busy: { status: 503, message: 'This edge has too many variants to make; try again later.' },
+  edge_loop: { status: 508, message: 'This fill request has passed through this edge already, or through too many edges.' },
 } as const satisfies Record<string, CodeEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -91,7 +91,7 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
     }
     // A loop, or a chain deeper than the tiers allow: refused at once, so the asker falls back.
     if (via.includes(d.follower.edgeId) || via.length > MAX_VIA) {
-      unavailable(res, 'loop', 'This request has passed through this edge already, or through too many edges.');
+      sendError(res, 'edge_loop', 'This request has passed through this edge already, or through too many edges.');
       return;
     }
     if (!d.follower.serving()) {
@@ -117,7 +117,7 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
         return;
       }
       if (file.sha256 !== sha256) {
-        unavailable(res, 'version', 'This edge knows another version of the file.');
+        sendError(res, 'edge_version_mismatch', 'This edge knows another version of the file.');
         return;
       }
       const current = () => d.state.files.get(id)?.sha256 === sha256;

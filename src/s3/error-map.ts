@@ -98,6 +98,7 @@ export const S3_ERROR_FOR: Record<ErrorCode, Mapper> = {
   folder_too_deep: invalidArgument,
   offset_mismatch: operationAborted,
   upload_busy: operationAborted,
+  edge_version_mismatch: internal,
   upload_expired: internal,
   unsupported_tus_version: internal,
   payload_too_large: entityTooLarge,
@@ -116,6 +117,7 @@ export const S3_ERROR_FOR: Record<ErrorCode, Mapper> = {
   unavailable: serviceUnavailable,
   edge_unavailable: serviceUnavailable,
   variant_busy: serviceUnavailable,
+  edge_loop: internal,
 };
 
 /** What S3 answers for a status outside the table's codes (an error some library threw). */

@@ -291,10 +291,10 @@ describe('the edge-to-edge route', () => {
   it('refuses a loop (Via names it) and a chain deeper than 3, at once', async () => {
     const auth = { authorization: `Bearer ${token()}` };
     const own = await ask({ ...auth, 'x-coffer-via': `a,${parent.edge.follower.edgeId}` });
-    expect(own.status).toBe(503);
-    expect(((await own.json()) as any).error.details.reason).toBe('loop');
+    expect(own.status).toBe(508);
+    expect(((await own.json()) as any).error.code).toBe('edge_loop');
     const deep = await ask({ ...auth, 'x-coffer-via': 'a,b,c,d' });
-    expect(deep.status).toBe(503);
+    expect(deep.status).toBe(508);
     expect((await ask({ ...auth, 'x-coffer-via': 'a,b,c' })).status).toBe(200);
     expect((await ask({ ...auth, 'x-coffer-via': 'a b' })).status).toBe(400);
   });
@@ -302,8 +302,8 @@ describe('the edge-to-edge route', () => {
   it('refuses another version (409-like, reason "version"), an unknown file (404), and a sequence it does not reach in 2 s', async () => {
     const auth = { authorization: `Bearer ${token()}` };
     const other = await ask(auth, '1'.repeat(64));
-    expect(other.status).toBe(503);
-    expect(((await other.json()) as any).error.details.reason).toBe('version');
+    expect(other.status).toBe(409);
+    expect(((await other.json()) as any).error.code).toBe('edge_version_mismatch');
     const missing = await fetch(`${parent.edge.url}/_edge/blob/nosuchfile?sha256=${f.sha}&seq=0`, { headers: auth });
     expect(missing.status).toBe(404);
     const ahead = await ask(auth, f.sha, parent.edge.state.seq + 1000);

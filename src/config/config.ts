@@ -182,6 +182,18 @@ export function edgeParents(raw: string | undefined): string[] {
   return list;
 }
 
+export const MAX_EDGE_NAME = 100;
+
+/** COFFER_EDGE_NAME: printable, at most 100 characters (the origin refuses other names in reports); default the host name. */
+export function edgeName(raw: string | undefined, host: string = hostname()): string {
+  const name = (raw ?? '').trim();
+  if (name === '') return host.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, MAX_EDGE_NAME) || 'edge';
+  if (/[\u0000-\u001f\u007f]/.test(name) || name.length > MAX_EDGE_NAME) {
+    throw new ConfigError(`COFFER_EDGE_NAME must be 1–${MAX_EDGE_NAME} printable characters, such as eu-west-1a.`);
+  }
+  return name;
+}
+
 /** Merges the environment with flags (`values` keyed by variable name) into a config. */
 export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<SettingName, string>> = {}): Config {
   const get = (name: SettingName): string | undefined => flags[name] ?? env[name] ?? undefined;
@@ -212,7 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     maxConnectionsPerAddress: integer('COFFER_MAX_CONNECTIONS_PER_ADDRESS', get('COFFER_MAX_CONNECTIONS_PER_ADDRESS'), DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, 1),
     edgeCacheBytes: optionalInteger('COFFER_EDGE_CACHE_BYTES', get('COFFER_EDGE_CACHE_BYTES')),
     edgeParents: edgeParents(get('COFFER_EDGE_PARENTS')),
-    edgeName: (get('COFFER_EDGE_NAME') ?? '').trim() || hostname(),
+    edgeName: edgeName(get('COFFER_EDGE_NAME')),
     edgeLeaseMs: integer('COFFER_EDGE_LEASE_MS', get('COFFER_EDGE_LEASE_MS'), 5000, 1),
     publicMaxAge: optionalInteger('COFFER_PUBLIC_MAX_AGE', get('COFFER_PUBLIC_MAX_AGE')),
     uploadTtl: integer('COFFER_UPLOAD_TTL', get('COFFER_UPLOAD_TTL'), 86_400, 1),

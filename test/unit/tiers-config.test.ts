@@ -7,7 +7,7 @@ import http from 'node:http';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, MAX_EDGE_PARENTS, edgeParents, loadConfig } from '../../src/config/config.js';
+import { ConfigError, MAX_EDGE_NAME, MAX_EDGE_PARENTS, edgeName, edgeParents, loadConfig } from '../../src/config/config.js';
 import { edgeTokenMatches, viaOf } from '../../src/edge/tier-route.js';
 import { UsageMeter } from '../../src/edge/usage.js';
 import { StatusReport } from '../../src/edge/status.js';
@@ -43,6 +43,14 @@ describe('COFFER_EDGE_NAME', () => {
     expect(loadConfig({}).edgeName).toBe(hostname());
     expect(loadConfig({ COFFER_EDGE_NAME: 'eu-west' }).edgeName).toBe('eu-west');
     expect(loadConfig({ COFFER_EDGE_NAME: 'eu-west' }, { COFFER_EDGE_NAME: 'us-east' }).edgeName).toBe('us-east');
+  });
+
+  it('is refused when the origin would refuse it in reports, and a long host name is cut to fit', () => {
+    expect(() => loadConfig({ COFFER_EDGE_NAME: 'x'.repeat(MAX_EDGE_NAME + 1) })).toThrow(ConfigError);
+    expect(() => loadConfig({ COFFER_EDGE_NAME: 'eu\u001b[31mwest' })).toThrow(/printable/);
+    expect(loadConfig({ COFFER_EDGE_NAME: 'x'.repeat(MAX_EDGE_NAME) }).edgeName).toHaveLength(MAX_EDGE_NAME);
+    expect(edgeName(undefined, 'h'.repeat(300))).toBe('h'.repeat(MAX_EDGE_NAME));
+    expect(edgeName('  ', '')).toBe('edge');
   });
 });
 

@@ -102,14 +102,19 @@ export class FeedStreams {
     try {
       do {
         s.again = false;
+        let sent = false;
         for (;;) {
           const { events, text } = await this.read(s.sent);
           if (events.length === 0 || s.res.destroyed) break;
           s.sent = events[events.length - 1]!.seq;
           this.o.learned(s.sent);
           if (!(await this.send(s, text))) return;
+          sent = true;
         }
-        if (!(await this.send(s, `event: ping\ndata: {"head":${this.o.head()}}\n\n`))) return;
+        // Changes up to the head need no ping after them: the edge acknowledges them, and the
+        // answer carries the head. Not waking every edge twice per change keeps a fan-out cheap.
+        const head = this.o.head();
+        if ((!sent || s.sent < head) && !(await this.send(s, `event: ping\ndata: {"head":${head}}\n\n`))) return;
       } while (s.again);
     } catch {
       s.res.destroy();

@@ -1,7 +1,8 @@
 /**
  * The feed's streams share reads of the log (src/feed/streams.ts): a change fanned out to many
  * streams at one sequence costs one read, and a read begun before a newer head never stands
- * in for one after it. On a clock moved by hand.
+ * in for one after it; changes up to the head are sent without a ping after them. On a clock
+ * moved by hand.
  */
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
@@ -101,5 +102,18 @@ describe('feed streams share reads of the log', () => {
     release();
     await settle(clock);
     for (const [name, r] of [['a', a], ['b', b], ['c', c]] as const) expect(r.written.join(''), name).toContain('id: 2\n');
+  });
+
+  it('sends no ping after changes up to the head, and one to a stream with nothing to send', async () => {
+    const { clock, feed, append } = setup();
+    const idle = new FakeResponse();
+    feed.attach('idle', 1, idle as unknown as ServerResponse);
+    await settle(clock);
+    expect(idle.written, 'nothing new: the ping tells it the head').toEqual(['event: ping\ndata: {"head":1}\n\n']);
+    append();
+    feed.wake();
+    await settle(clock);
+    expect(idle.written).toHaveLength(2);
+    expect(idle.written[1]).toContain('id: 2\n');
   });
 });

@@ -3,20 +3,43 @@
  * Private unless `x-amz-acl: public-read`; DeleteBucket removes one that holds no file;
  * ListBuckets lists those the key sees; HeadBucket and GetBucketLocation answer for them.
  */
+import { compareKeys } from '../core/names.js';
 import { authorize } from '../service/policy.js';
 import { s3Errors } from './errors.js';
 import { toS3Error } from './error-map.js';
 import { checkNewBucketName, requireBucket } from './mapping.js';
-import { isoTime, noBody, ownerOf, xmlAnswer, type S3Handler, type S3Request } from './context.js';
+import { intParam, isoTime, noBody, ownerOf, xmlAnswer, type S3Handler, type S3Request } from './context.js';
 import { BUCKET_CONFIGURATION_BODY, readXmlBody } from './xml-bodies.js';
 
+/** The bucket a ListBuckets page ends with, as its continuation token. */
+const tokenOf = (name: string): string => Buffer.from(name, 'utf8').toString('base64url');
+
+function afterToken(token: string | undefined): string | null {
+  if (token === undefined) return null;
+  const name = Buffer.from(token, 'base64url').toString('utf8');
+  if (token === '' || tokenOf(name) !== token) throw s3Errors.invalidArgument('The continuation token provided is incorrect.', 'continuation-token', token);
+  return name;
+}
+
+/** ListBuckets, whole or in pages (max-buckets, continuation-token, prefix), in S3's order of names. */
 export const listBuckets: S3Handler = async (r) => {
   await noBody(r);
+  const prefix = r.query.get('prefix') ?? '';
+  const paged = r.query.has('max-buckets') || r.query.has('continuation-token');
+  const max = intParam(r, 'max-buckets', 10_000, 1, 10_000);
+  const after = afterToken(r.query.get('continuation-token'));
   const sight = await r.service.paths.sight(r.caller);
-  const folders = await r.service.paths.topFolders(r.caller, sight);
+  // By name in S3's byte order (folders come ordered as "name/", where "a.b/" is before "a/").
+  const folders = (await r.service.paths.topFolders(r.caller, sight))
+    .filter((f) => f.name.startsWith(prefix) && (after === null || compareKeys(f.name, after) > 0))
+    .sort((a, b) => compareKeys(a.name, b.name));
+  const page = paged ? folders.slice(0, max) : folders;
+  const more = page.length < folders.length;
   return xmlAnswer('ListAllMyBucketsResult', [
     ['Owner', ownerOf(r.caller)],
-    ['Buckets', folders.map((f) => ['Bucket', [['Name', f.name], ['CreationDate', isoTime(f.created_at)]]])],
+    ['Buckets', page.map((f) => ['Bucket', [['Name', f.name], ['CreationDate', isoTime(f.created_at)]]])],
+    ['ContinuationToken', more ? tokenOf(page[page.length - 1]!.name) : null],
+    ['Prefix', r.query.has('prefix') ? prefix : null],
   ]);
 };
 
@@ -44,8 +67,15 @@ export const deleteBucket: S3Handler = async (r) => {
   await noBody(r);
   const bucket = await requireBucket(r.service, r.caller, bucketName(r));
   if (bucket.at.place !== 'inside') throw s3Errors.accessDenied();
+  const remove = () => r.service.paths.removeTopFolder(r.caller, bucket.at.folder.id);
   try {
-    await r.service.paths.removeTopFolder(r.caller, bucket.at.folder.id);
+    try {
+      await remove();
+    } catch (err) {
+      // S3 deletes a bucket whose only content is open multipart uploads, aborting them.
+      if ((err as { code?: string }).code !== 'folder_not_empty' || !(await r.service.multipart.abortForBucketDelete(r.caller, bucket.at.folder.id))) throw err;
+      await remove();
+    }
   } catch (err) {
     throw toS3Error(err, { bucket: bucket.name });
   }

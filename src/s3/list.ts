@@ -14,7 +14,7 @@ import { etagOf, intParam, isoTime, noBody, ownerOf, quoted, xmlAnswer, type S3H
 import { uriEncode } from './sigv4.js';
 import type { XmlFields } from './xml.js';
 
-type Item = { kind: 'object'; key: string; file: StoredFile } | { kind: 'prefix'; key: string };
+export type Item = { kind: 'object'; key: string; file: StoredFile } | { kind: 'prefix'; key: string };
 
 const PAGE = 1000;
 
@@ -64,13 +64,15 @@ async function* walk(w: Walk, at: Located, base: string, partial: string, after:
   }
 }
 
-interface Listing {
+export interface Listing {
   items: Item[];
   truncated: boolean;
 }
 
-async function list(r: S3Request, prefix: string, delimiter: string, after: string | null, afterIsPrefix: boolean, max: number): Promise<Listing & { bucket: string }> {
+/** One page of keys and common prefixes after `after`, in S3's order; `max` 0 answers an empty page, not truncated, as S3 does. */
+export async function list(r: S3Request, prefix: string, delimiter: string, after: string | null, afterIsPrefix: boolean, max: number): Promise<Listing & { bucket: string }> {
   const bucket = await requireBucket(r.service, r.caller, r.bucket!);
+  if (max === 0) return { bucket: bucket.name, items: [], truncated: false };
   const out: Item[] = [];
   const folders = prefix.split('/');
   const partial = folders.pop()!;
@@ -97,7 +99,8 @@ async function list(r: S3Request, prefix: string, delimiter: string, after: stri
   return { bucket: bucket.name, items: out.slice(0, max), truncated: out.length > max };
 }
 
-const encoder = (r: S3Request): ((text: string) => string) => {
+/** encoding-type=url: the fields S3 encodes go through this (keys' bytes percent-encoded, "/" kept). */
+export const encoder = (r: S3Request): ((text: string) => string) => {
   const type = r.query.get('encoding-type');
   if (type !== undefined && type !== 'url') throw s3Errors.invalidArgument('Invalid Encoding Method specified in Request', 'encoding-type', type);
   return type === 'url' ? (t) => uriEncode(t, true) : (t) => t;

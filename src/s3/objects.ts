@@ -14,6 +14,7 @@ import { checkConditions, contentTypeOf, metaOf, objectHeaders, rangeOf, respons
 import { childOf, childrenOf, type XmlFields } from './xml.js';
 import { DELETE_BODY, readXmlBody } from './xml-bodies.js';
 import { lenientDecode } from './sigv4.js';
+import { NULL_VERSION, checkVersionId } from './versions.js';
 
 const EMPTY_MD5 = 'd41d8cd98f00b204e9800998ecf8427e';
 
@@ -69,8 +70,10 @@ export const putObject: S3Handler = async (r) => {
 
 async function answerObject(r: S3Request, withBody: boolean): Promise<S3Answer> {
   if (withBody) await noBody(r);
+  const versioned = checkVersionId(r);
   const file = await requireObject(r, r.bucket!, r.key!);
   const headers = objectHeaders(file);
+  if (versioned) headers['x-amz-version-id'] = NULL_VERSION;
   if (checkConditions(r.headers, file) === 304) {
     return { status: 304, headers: { etag: headers.etag!, 'last-modified': headers['last-modified']!, 'x-content-type-options': 'nosniff' } };
   }
@@ -90,6 +93,7 @@ export const headObject: S3Handler = (r) => answerObject(r, false);
 
 export const deleteObject: S3Handler = async (r) => {
   await noBody(r);
+  checkVersionId(r);
   const { path, at } = await place(r, r.bucket!, r.key!);
   // Where the caller sees no files (above its folder) there is nothing to delete, as where there is no file.
   if (at && at.place === 'inside' && path.name !== null) await r.service.paths.removeNamed(r.caller, at, [path.name]);
@@ -101,12 +105,20 @@ export const deleteObjects: S3Handler = async (r) => {
   const doc = await readXmlBody(r.payload(), DELETE_BODY);
   if (doc?.name !== 'Delete') throw s3Errors.malformedXml();
   const quiet = childOf(doc, 'Quiet')?.text.trim() === 'true';
-  const keys = childrenOf(doc, 'Object').map((o) => childOf(o, 'Key')?.text);
-  if (keys.length === 0 || keys.length > DELETE_BODY.items || keys.some((k) => k === undefined || k === '')) throw s3Errors.malformedXml();
+  const objects = childrenOf(doc, 'Object').map((o) => ({ key: childOf(o, 'Key')?.text, version: childOf(o, 'VersionId')?.text.trim() }));
+  if (objects.length === 0 || objects.length > DELETE_BODY.items || objects.some((o) => o.key === undefined || o.key === '')) throw s3Errors.malformedXml();
+  const versionOf = new Map<string, string>();
   // Keys of one folder go in one change.
   const byFolder = new Map<string, { folders: string[]; names: string[]; keys: string[] }>();
   const results: XmlFields = [];
-  for (const key of keys as string[]) {
+  for (const { key: given, version } of objects) {
+    const key = given!;
+    // Each object's one version is "null"; any other id names nothing, as S3 answers an unversioned bucket.
+    if (version !== undefined && version !== NULL_VERSION) {
+      results.push(['Error', [['Key', key], ['VersionId', version], ['Code', 'InvalidArgument'], ['Message', 'Invalid version id specified']]]);
+      continue;
+    }
+    if (version !== undefined) versionOf.set(key, version);
     let path: KeyPath;
     try {
       path = parseKey(key);
@@ -115,7 +127,7 @@ export const deleteObjects: S3Handler = async (r) => {
       continue;
     }
     if (path.name === null) {
-      if (!quiet) results.push(['Deleted', [['Key', key]]]);
+      if (!quiet) results.push(['Deleted', [['Key', key], ['VersionId', versionOf.get(key)]]]);
       continue;
     }
     const id = JSON.stringify(path.folders);
@@ -128,7 +140,7 @@ export const deleteObjects: S3Handler = async (r) => {
     try {
       const at = await r.service.paths.locate(bucket.sight, [bucket.name, ...group.folders]);
       if (at && at.place === 'inside') await r.service.paths.removeNamed(r.caller, at, group.names);
-      if (!quiet) for (const key of group.keys) results.push(['Deleted', [['Key', key]]]);
+      if (!quiet) for (const key of group.keys) results.push(['Deleted', [['Key', key], ['VersionId', versionOf.get(key)]]]);
     } catch (err) {
       const denied = (err as { status?: number }).status === 403 || (err as { status?: number }).status === 404;
       for (const key of group.keys) results.push(['Error', [['Key', key], ['Code', denied ? 'AccessDenied' : 'InternalError'], ['Message', denied ? 'Access Denied.' : 'We encountered an internal error.']]]);
@@ -140,7 +152,9 @@ export const deleteObjects: S3Handler = async (r) => {
 /** The bucket and key of x-amz-copy-source ("/bucket/key" or "bucket/key", URL-encoded). */
 export function copySource(r: S3Request): { bucket: string; key: string } {
   const raw = r.headers.get('x-amz-copy-source') ?? '';
-  const [path] = raw.split('?');
+  const [path, query] = raw.split('?');
+  const version = new URLSearchParams(query ?? '').get('versionId');
+  if (version !== null && version !== NULL_VERSION) throw s3Errors.invalidArgument('Invalid version id specified', 'x-amz-copy-source', raw);
   const decoded = lenientDecode(path!.replace(/^\//, ''));
   const slash = decoded.indexOf('/');
   if (slash <= 0 || slash === decoded.length - 1) throw s3Errors.invalidArgument('Copy Source must mention the source bucket and key: sourcebucket/sourcekey.', 'x-amz-copy-source', raw);
@@ -175,12 +189,17 @@ export function withMd5(stream: AsyncIterable<Buffer> | NodeJS.ReadableStream): 
   };
 }
 
+/** S3's words for a copy that would change nothing. */
+const SELF_COPY = 'This copy request is illegal because it is trying to copy an object to itself without changing the object\'s metadata, storage class, website redirect location or encryption attributes.';
+
 export const copyObject: S3Handler = async (r) => {
   await noBody(r);
   const source = await requireCopySource(r);
   const { path, at } = await writePlace(r);
   if (path.name === null) throw s3Errors.invalidKey(r.key!, 'a copy needs a file name, not a key ending in "/"');
   const replace = r.headers.get('x-amz-metadata-directive') === 'REPLACE';
+  const named = copySource(r);
+  if (!replace && named.bucket === r.bucket && named.key === r.key) throw s3Errors.invalidRequest(SELF_COPY);
   const copied = withMd5(await r.service.objects.read(r.caller, source));
   const acl = r.headers.get('x-amz-acl');
   const file = await r.service.objects.put(r.caller, {

@@ -7,20 +7,21 @@ import type { S3Handler, S3Request } from './context.js';
 import { bucketLocation, bucketVersioning, createBucket, deleteBucket, headBucket, listBuckets } from './buckets.js';
 import { copyObject, deleteObject, deleteObjects, getObject, headObject, putObject } from './objects.js';
 import { listObjectsV1, listObjectsV2 } from './list.js';
+import { listObjectVersions } from './versions.js';
 import { abortMultipart, completeMultipart, createMultipart, listMultipartUploads, listParts, uploadPart, uploadPartCopy } from './multipart.js';
 
 /** Sub-resources of S3 this service does not have (ACLs, tags, policies…). */
 const UNSUPPORTED = [
   'accelerate', 'acl', 'analytics', 'attributes', 'cors', 'encryption', 'intelligent-tiering', 'inventory', 'legal-hold', 'lifecycle', 'logging',
   'metrics', 'notification', 'object-lock', 'ownershipControls', 'policy', 'policyStatus', 'publicAccessBlock', 'replication', 'requestPayment',
-  'restore', 'retention', 'select', 'tagging', 'torrent', 'versions', 'website',
+  'restore', 'retention', 'select', 'tagging', 'torrent', 'website',
 ];
 
 /** Every operation the router can choose, by name: the authorization matrix test holds each to a row. */
 export const S3_OPERATIONS: Readonly<Record<string, S3Handler>> = {
   listBuckets, createBucket, deleteBucket, headBucket, bucketLocation, bucketVersioning, listMultipartUploads, listObjectsV1, listObjectsV2,
   deleteObjects, putObject, copyObject, uploadPart, uploadPartCopy, getObject, listParts, headObject, deleteObject, abortMultipart,
-  createMultipart, completeMultipart,
+  createMultipart, completeMultipart, listObjectVersions,
 };
 
 export function operationOf(r: S3Request): S3Handler {
@@ -45,6 +46,7 @@ export function operationOf(r: S3Request): S3Handler {
         if (q.has('location')) return bucketLocation;
         if (q.has('versioning')) return bucketVersioning;
         if (q.has('uploads')) return listMultipartUploads;
+        if (q.has('versions')) return listObjectVersions;
         return q.get('list-type') === '2' ? listObjectsV2 : listObjectsV1;
       case 'POST':
         if (q.has('delete')) return deleteObjects;

@@ -20,10 +20,13 @@ import type { ServiceContext } from '../context.js';
 import type { Located, Paths } from '../paths.js';
 import { fileInReach } from '../access.js';
 import { authorize } from '../policy.js';
+import { removeFiles } from '../trash.js';
 import type { UploadEngine } from './engine.js';
 
 export const MAX_PARTS = 10_000;
 export const MAX_PART_SIZE = 5 * 1024 * 1024 * 1024;
+/** DeleteBucket looks at no more files than this for open uploads to abort. */
+const MAX_FILES_SCANNED = 10_000;
 
 /** Where an upload is, as the S3 client names it: its bucket (a top-level folder) and key. */
 export interface UploadKey {
@@ -138,6 +141,31 @@ export class Multipart {
   async abort(caller: Caller, u: UploadKey): Promise<void> {
     authorize(caller, 'upload');
     await this.engine.abort(async (tx) => (await this.requireUpload(tx, caller, u, 'update')).file);
+  }
+
+  /**
+   * DeleteBucket on a bucket whose only files are open uploads of its own (S3 deletes it and
+   * aborts them): removes those uploads, their parts with them, and answers true. Anything else
+   * in it (an object, an upload of another dialect, one out of reach) leaves everything as it
+   * was and answers false; so does a bucket past `MAX_FILES_SCANNED` files.
+   */
+  async abortForBucketDelete(caller: Caller, bucketId: string): Promise<boolean> {
+    authorize(caller, 'folder.write');
+    const removed = await this.c.meta.transaction(async (tx) => {
+      const ids = [bucketId, ...(await tx.descendantFolderIds(bucketId))];
+      let count = 0;
+      for (const id of ids) count += (await tx.countChildren(id)).files;
+      if (count === 0 || count > MAX_FILES_SCANNED) return false;
+      const files = await tx.filesInFolders(ids, 'update');
+      for (const file of files) {
+        const upload = file.status === 'uploading' ? await tx.s3.getUpload(file.id) : undefined;
+        if (upload?.bucket_id !== bucketId || !(await fileInReach(tx, caller, file))) return false;
+      }
+      await removeFiles(tx, files, this.c.now());
+      return true;
+    });
+    if (removed) this.c.emptyTrash();
+    return removed;
   }
 
   /** A bucket's open uploads the caller reaches, by key, after a key and upload id. */

@@ -6,7 +6,7 @@
 import {
   AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CopyObjectCommand, CreateBucketCommand, CreateMultipartUploadCommand,
   DeleteBucketCommand, DeleteObjectCommand, DeleteObjectsCommand, GetBucketLocationCommand, GetBucketVersioningCommand, GetObjectCommand,
-  HeadBucketCommand, HeadObjectCommand, ListBucketsCommand, ListMultipartUploadsCommand, ListObjectsCommand, ListObjectsV2Command,
+  HeadBucketCommand, HeadObjectCommand, ListBucketsCommand, ListMultipartUploadsCommand, ListObjectsCommand, ListObjectsV2Command, ListObjectVersionsCommand,
   ListPartsCommand, PutObjectCommand, S3Client, UploadPartCommand, UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
 import type { MatrixCaller, Place } from './callers.js';
@@ -103,6 +103,7 @@ export function s3Operations(world: () => S3World): Operation[] {
     op('bucketVersioning', 'read folders', 'place', async (_ctx, w, p) => ({ send: (c) => c.send(new GetBucketVersioningCommand({ Bucket: w.bucket[p] })), plain: plain('GET', `/${w.bucket[p]}?versioning`) })),
     op('listMultipartUploads', 'list uploads', 'place', async (_ctx, w, p) => ({ send: (c) => c.send(new ListMultipartUploadsCommand({ Bucket: w.bucket[p] })), plain: plain('GET', `/${w.bucket[p]}?uploads`) })),
     op('listObjectsV1', 'read folders', 'place', async (_ctx, w, p) => ({ send: (c) => c.send(new ListObjectsCommand({ Bucket: w.bucket[p] })), plain: plain('GET', `/${w.bucket[p]}`) })),
+    op('listObjectVersions', 'read folders', 'place', async (_ctx, w, p) => ({ send: (c) => c.send(new ListObjectVersionsCommand({ Bucket: w.bucket[p] })), plain: plain('GET', `/${w.bucket[p]}?versions`) })),
     op('listObjectsV2', 'read folders', 'place', async (_ctx, w, p) => ({ send: (c) => c.send(new ListObjectsV2Command({ Bucket: w.bucket[p] })), plain: plain('GET', `/${w.bucket[p]}?list-type=2`) })),
     op('deleteObjects', 'change files', 'place', async (ctx, w, p) => {
       const o = await object(ctx, w, p);

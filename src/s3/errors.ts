@@ -30,9 +30,11 @@ export const s3Errors = {
     new S3Error(403, 'RequestTimeTooSkewed', 'The difference between the request time and the current time is too large.', {
       RequestTime: requestTime, ServerTime: serverTime, MaxAllowedSkewMilliseconds: 900_000,
     }),
-  expired: () => new S3Error(403, 'AccessDenied', 'Request has expired.'),
+  expired: () => new S3Error(403, 'AccessDenied', 'Request has expired'),
   authorizationHeaderMalformed: (message: string) => new S3Error(400, 'AuthorizationHeaderMalformed', message),
   authorizationQueryParametersError: (message: string) => new S3Error(400, 'AuthorizationQueryParametersError', message),
+  /** A presigned URL's X-Amz-Expires out of S3's range: S3 answers these 403. */
+  presignedExpiresInvalid: (message: string) => new S3Error(403, 'AuthorizationQueryParametersError', message),
   headersNotSigned: (names: string[]) =>
     new S3Error(403, 'AccessDenied', 'There were headers present in the request which were not signed.', { HeadersNotSigned: names.join(', ') }),
   invalidArgument: (message: string, name?: string, value?: string) =>

@@ -3,6 +3,7 @@
  * client stores with it (x-amz-meta-* and a few standard headers), its visibility from
  * x-amz-acl, Range and the conditional headers, and the headers of GetObject and HeadObject.
  */
+import { isUtf8 } from 'node:buffer';
 import mime from 'mime';
 import { isSendableContentType } from '../core/file-types.js';
 import { SANDBOX_CSP, contentDisposition, isInlineSafe, sendableType } from '../core/user-bytes.js';
@@ -22,6 +23,21 @@ export interface StoredMeta {
   headers: Partial<Record<(typeof KEPT_HEADERS)[number], string>>;
 }
 
+/**
+ * A metadata value as text: Node reads header bytes as Latin-1, so bytes that are UTF-8 (as
+ * Python's and Go's clients send) are decoded as such; others stay Latin-1 (as Node's send).
+ */
+const metaText = (value: string): string => {
+  const bytes = Buffer.from(value, 'latin1');
+  return /[\x80-\xff]/.test(value) && isUtf8(bytes) ? bytes.toString('utf8') : value;
+};
+
+/**
+ * A metadata text as the header value sent back: Latin-1 where every character has a byte
+ * there (what Python's and Node's clients read the answer's headers as), else its UTF-8 bytes.
+ */
+const metaHeader = (text: string): string => (/^[\x00-\xff]*$/.test(text) ? text : Buffer.from(text, 'utf8').toString('latin1'));
+
 /** The metadata of a PUT, as kept in s3_meta; null when there is none. */
 export function metaOf(headers: Map<string, string>): string | null {
   const meta: StoredMeta = { user: {}, headers: {} };
@@ -29,7 +45,7 @@ export function metaOf(headers: Map<string, string>): string | null {
   for (const [name, value] of headers) {
     if (!name.startsWith('x-amz-meta-')) continue;
     const key = name.slice('x-amz-meta-'.length);
-    meta.user[key] = value;
+    meta.user[key] = metaText(value);
     userBytes += Buffer.byteLength(key) + Buffer.byteLength(value);
   }
   if (userBytes > MAX_META_BYTES) throw s3Errors.invalidArgument(`Your metadata headers exceed the maximum allowed metadata size of ${MAX_META_BYTES} bytes.`);
@@ -72,7 +88,7 @@ export function objectHeaders(file: StoredFile): Record<string, string> {
     etag: quoted(etagOf(file)), 'last-modified': httpDate(file.completed_at ?? file.updated_at), 'content-type': file.content_type, 'accept-ranges': 'bytes',
   };
   for (const [name, value] of Object.entries(meta.headers)) out[name] = value;
-  for (const [name, value] of Object.entries(meta.user)) out[`x-amz-meta-${name}`] = value;
+  for (const [name, value] of Object.entries(meta.user)) out[`x-amz-meta-${name}`] = metaHeader(value);
   return out;
 }
 

@@ -101,6 +101,17 @@ export function headerMap(rawHeaders: string[]): Map<string, string> {
 
 const canonicalValue = (value: string): string => value.trim().replace(/\s+/g, ' ');
 
+/**
+ * How the canonical request's text becomes the bytes hashed. Node reads each header byte as one
+ * character (Latin-1). A client that sends a value's bytes as it signed them (Go, curl: UTF-8 on
+ * the wire) signed those very bytes ('latin1' gives them back); one that writes its text as
+ * Latin-1 but signs the text's UTF-8 (Python's http.client, Node's) is matched by 'utf8'. Only
+ * a value with bytes above ASCII can tell the two apart.
+ */
+function headerEncodings(canonicalHeaders: string): BufferEncoding[] {
+  return /[\x80-\xff]/.test(canonicalHeaders) ? ['utf8', 'latin1'] : ['utf8'];
+}
+
 /** The canonical URIs a client may have signed: the path as sent, and as SigV4 encodes its decoded form. */
 function canonicalUris(url: string): string[] {
   const path = url.split('?')[0]!.split('#')[0]! || '/';
@@ -156,6 +167,14 @@ function signedPayloadHash(headers: Map<string, string>, query: Map<string, stri
     throw s3Errors.invalidArgument('The x-amz-content-sha256 header does not match the X-Amz-Content-Sha256 this URL was signed with.', 'x-amz-content-sha256', header);
   }
   return signed;
+}
+
+/** X-Amz-Expires as S3 checks it: whole seconds, 0 to a week; S3's messages, answered 403. */
+function checkExpires(expires: string): void {
+  const fail = (m: string) => s3Errors.presignedExpiresInvalid(m);
+  if (!/^-?\d+$/.test(expires)) throw fail('X-Amz-Expires should be a number');
+  if (expires.startsWith('-')) throw fail('X-Amz-Expires must be non-negative');
+  if (expires.length > 7 || Number(expires) > MAX_PRESIGNED_SECONDS) throw fail('X-Amz-Expires must be less than a week (in seconds) that is 604800');
 }
 
 /** yyyymmddThhmmssZ as a time, or NaN. */
@@ -246,7 +265,7 @@ export async function verifyRequest(req: IncomingSigned, lookup: CredentialLooku
     }
     time = parseAmzDate(amzDate);
     if (Number.isNaN(time)) throw fail('X-Amz-Date must be in the ISO8601 Long Format "yyyyMMdd\'T\'HHmmss\'Z\'".');
-    if (!/^\d{1,6}$/.test(expires) || Number(expires) > MAX_PRESIGNED_SECONDS) throw fail('X-Amz-Expires must be a whole number of seconds, at most 604800.');
+    checkExpires(expires);
     if (time - now > MAX_SKEW_MS) throw s3Errors.accessDenied('Request is not valid yet.');
     if (now > time + Number(expires) * 1000) throw s3Errors.expired();
     parsed = { ...parseCredential(credential, fail), signedHeaders: signedHeaders.split(';'), signature, amzDate };
@@ -283,9 +302,11 @@ export async function verifyRequest(req: IncomingSigned, lookup: CredentialLooku
   let lastRequest = '';
   for (const uri of canonicalUris(req.url)) {
     lastRequest = [req.method, uri, queryText, canonicalHeaders, parsed.signedHeaders.join(';'), hashedPayload].join('\n');
-    const stringToSign = [ALGORITHM, parsed.amzDate, scope, sha256Hex(lastRequest)].join('\n');
-    // Every candidate is computed and compared, so timing does not say which one matched.
-    matched = signaturesEqual(parsed.signature, createHmac('sha256', signingKey).update(stringToSign).digest('hex')) || matched;
+    for (const encoding of headerEncodings(canonicalHeaders)) {
+      const stringToSign = [ALGORITHM, parsed.amzDate, scope, sha256Hex(Buffer.from(lastRequest, encoding))].join('\n');
+      // Every candidate is computed and compared, so timing does not say which one matched.
+      matched = signaturesEqual(parsed.signature, createHmac('sha256', signingKey).update(stringToSign).digest('hex')) || matched;
+    }
   }
   if (!matched) throw s3Errors.signatureDoesNotMatch(undefined, { CanonicalRequest: lastRequest, AWSAccessKeyId: parsed.keyId });
   return { caller: credential.caller, keyId: parsed.keyId, signingKey, scope, amzDate: parsed.amzDate, signature: parsed.signature, payload };

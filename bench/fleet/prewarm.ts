@@ -29,6 +29,8 @@ export interface PrewarmRound {
   originBytes: number;
   /** All edges' CPU over the same span, ms. */
   edgesCpuMs: number;
+  /** This process's CPU over the same span (mostly the HEADs polling every edge), ms. */
+  benchCpuMs: number;
   waitMs: number;
 }
 
@@ -39,11 +41,13 @@ export async function prewarmRound(fleet: Fleet, edges: Edge[], opts: Options, n
   const counters0 = await originCounters(fleet);
   const origin0 = originCpuMs(fleet);
   const edges0 = edgesCpu();
+  const bench0 = process.cpuUsage();
   const up = await complete(fleet.api, pending, signal);
   const wait = await waitAllHit(edges, up.deliveryPath, up.completedAt, opts, signal);
   const waitMs = performance.now() - up.completedAt;
   const origin1 = originCpuMs(fleet);
   const edges1 = edgesCpu();
+  const bench1 = process.cpuUsage(bench0);
   const counters1 = await originCounters(fleet);
   const hits = wait.hitMs.filter((x): x is number => x !== null);
   for (const edge of pickRandom(edges, opts.verify)) {
@@ -66,6 +70,7 @@ export async function prewarmRound(fleet: Fleet, edges: Edge[], opts: Options, n
     originBytes: counters1.blobBytes - counters0.blobBytes,
     ackWaitMs: counters1.acks > counters0.acks ? (counters1.ackWaitS - counters0.ackWaitS) * 1000 : null,
     edgesCpuMs: edges1 - edges0,
+    benchCpuMs: (bench1.user + bench1.system) / 1000,
     waitMs,
   };
 }

@@ -78,7 +78,7 @@ export function goals(s: Summary): Goal[] {
 }
 
 function roundsTable(title: string, rounds: PrewarmRound[]): string[] {
-  const rows: string[][] = [["round", "edges", "complete ms", "of which ack wait", "first HIT", "median HIT", "all HIT", "origin MiB sent", "origin CPU ms", "edges CPU ms", "first answers"]];
+  const rows: string[][] = [["round", "edges", "complete ms", "of which ack wait", "first HIT", "median HIT", "all HIT", "origin MiB sent", "origin CPU ms", "edges CPU ms", "polling CPU ms", "first answers"]];
   rounds.forEach((r, i) =>
     rows.push([
       String(i + 1),
@@ -91,6 +91,7 @@ function roundsTable(title: string, rounds: PrewarmRound[]): string[] {
       fmt(r.originBytes / MiB, 1),
       fmt(r.originCpuMs, 0),
       fmt(r.edgesCpuMs, 0),
+      fmt(r.benchCpuMs, 0),
       Object.entries(r.firstAnswer).map(([k, v]) => `${v}x ${k}`).join(", "),
     ]),
   );
@@ -120,7 +121,9 @@ export function renderReport(opts: Options, s: Summary): string {
   lines.push("");
   lines.push(...roundsTable("prewarm with 1 edge (started alone first; the same origin):", s.single));
   lines.push(...roundsTable(`prewarm with all ${s.edges} edges:`, s.fleet));
-  lines.push("  (complete ms: complete-upload's own time; HIT: ms after complete answered; CPU: complete's request until all HIT)");
+  lines.push("  (complete ms: complete-upload's own time, and of it the wait for every edge's acknowledgement (the origin's");
+  lines.push("   coffer_change_ack_seconds); HIT: ms after complete answered; CPU: from complete's request until the last HIT;");
+  lines.push("   polling: this benchmark's own CPU, mostly the HEADs asking every edge every --poll-ms for its HIT)");
   lines.push("");
   const cpuPer = (c: ChangeTimes): string => fmt(c.ms.length === 0 ? null : c.originCpuMs / c.ms.length, 2);
   const upCpu = med(s.fleet.map((r) => r.originCpuMs));

@@ -13,7 +13,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
-  CreateBucketCommand, CreateMultipartUploadCommand, DeleteBucketCommand, HeadBucketCommand, ListMultipartUploadsCommand, ListObjectVersionsCommand,
+  CopyObjectCommand, CreateBucketCommand, CreateMultipartUploadCommand, DeleteBucketCommand, GetObjectCommand, HeadBucketCommand, ListMultipartUploadsCommand, ListObjectVersionsCommand,
   PutObjectCommand, UploadPartCommand, type S3Client,
 } from '@aws-sdk/client-s3';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
@@ -109,6 +109,14 @@ describe('ListObjectVersions and versionId on an unversioned bucket', () => {
     await expectS3Error(s3.send(new ListObjectVersionsCommand({ Bucket: b, VersionIdMarker: 'null' })), 400, 'InvalidArgument');
     await expectS3Error(s3.send(new ListObjectVersionsCommand({ Bucket: b, KeyMarker: 'a.txt', VersionIdMarker: 'abc' })), 400, 'InvalidArgument');
     await expectS3Error(s3.send(new ListObjectVersionsCommand({ Bucket: `${b}-none` })), 404, 'NoSuchBucket');
+  });
+
+  test('a copy source naming versionId=null copies the object; another version id is InvalidArgument', async () => {
+    const b = await newBucket('src.txt');
+    await s3.send(new CopyObjectCommand({ Bucket: b, Key: 'dst.txt', CopySource: `${b}/src.txt?versionId=null` }));
+    const got = await s3.send(new GetObjectCommand({ Bucket: b, Key: 'dst.txt', VersionId: 'null' }));
+    expect([await got.Body!.transformToString(), got.VersionId]).toEqual(['src.txt', 'null']);
+    await expectS3Error(s3.send(new CopyObjectCommand({ Bucket: b, Key: 'dst2.txt', CopySource: `${b}/src.txt?versionId=3HL4kqtJlcpXroDTDmjVBH40Nrjfkd` })), 400, 'InvalidArgument');
   });
 
   test('encoding-type=url encodes Key, Prefix, Delimiter, KeyMarker and NextKeyMarker, and nothing else', async () => {

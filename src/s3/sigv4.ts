@@ -103,10 +103,10 @@ const canonicalValue = (value: string): string => value.trim().replace(/\s+/g, '
 
 /**
  * How the canonical request's text becomes the bytes hashed. Node reads each header byte as one
- * character (Latin-1). A client that sends a value's bytes as it signed them (Go, curl: UTF-8 on
- * the wire) signed those very bytes ('latin1' gives them back); one that writes its text as
- * Latin-1 but signs the text's UTF-8 (Python's http.client, Node's) is matched by 'utf8'. Only
- * a value with bytes above ASCII can tell the two apart.
+ * character (Latin-1). A client that sends a value's bytes as it signed them (Go, curl, boto3:
+ * UTF-8 on the wire) signed those very bytes ('latin1' gives them back); one that writes its
+ * text as Latin-1 but signs the text's UTF-8 (Node's http) is matched by 'utf8'. Only a value
+ * with bytes above ASCII can tell the two apart.
  */
 function headerEncodings(canonicalHeaders: string): BufferEncoding[] {
   return /[\x80-\xff]/.test(canonicalHeaders) ? ['utf8', 'latin1'] : ['utf8'];

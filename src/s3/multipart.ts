@@ -10,6 +10,7 @@ import { parseKey, requireBucket, type BucketAt } from './mapping.js';
 import { etagOf, intParam, isoTime, noBody, ownerOf, quoted, xmlAnswer, type S3Handler, type S3Request } from './context.js';
 import { contentTypeOf, metaOf, visibilityOf } from './object-headers.js';
 import { requireCopySource, withMd5, writePlace } from './objects.js';
+import { encoder } from './list.js';
 import { childOf, childrenOf, type XmlFields } from './xml.js';
 import { COMPLETE_BODY, readXmlBody } from './xml-bodies.js';
 
@@ -115,6 +116,7 @@ export const listParts: S3Handler = async (r) => {
 
 export const listMultipartUploads: S3Handler = async (r) => {
   await noBody(r);
+  const encode = encoder(r);
   const bucket = await requireBucket(r.service, r.caller, r.bucket!);
   const prefix = r.query.get('prefix') ?? '';
   const delimiter = r.query.get('delimiter') ?? '';
@@ -133,12 +135,14 @@ export const listMultipartUploads: S3Handler = async (r) => {
       if (prefixes[prefixes.length - 1] !== common) prefixes.push(common);
       continue;
     }
-    fields.push(['Upload', [['Key', up.object_key], ['UploadId', up.file_id], ['Initiator', ownerOf(r.caller)], ['Owner', ownerOf(r.caller)], ['StorageClass', 'STANDARD'], ['Initiated', isoTime(up.created_at)]]]);
+    fields.push(['Upload', [['Key', encode(up.object_key)], ['UploadId', up.file_id], ['Initiator', ownerOf(r.caller)], ['Owner', ownerOf(r.caller)], ['StorageClass', 'STANDARD'], ['Initiated', isoTime(up.created_at)]]]);
   }
   const last = uploads[uploads.length - 1];
+  // encoding-type=url: S3 encodes the keys, prefixes, delimiter and key markers here too.
   return xmlAnswer('ListMultipartUploadsResult', [
-    ['Bucket', bucket.name], ['KeyMarker', keyMarker], ['UploadIdMarker', idMarker], ['NextKeyMarker', more && last ? last.object_key : null],
-    ['NextUploadIdMarker', more && last ? last.file_id : null], ['Delimiter', delimiter === '' ? null : delimiter], ['Prefix', prefix], ['MaxUploads', max], ['IsTruncated', more],
-    ...fields, ...prefixes.map((p): [string, XmlFields] => ['CommonPrefixes', [['Prefix', p]]]),
+    ['Bucket', bucket.name], ['KeyMarker', encode(keyMarker)], ['UploadIdMarker', idMarker], ['NextKeyMarker', more && last ? encode(last.object_key) : null],
+    ['NextUploadIdMarker', more && last ? last.file_id : null], ['Delimiter', delimiter === '' ? null : encode(delimiter)], ['Prefix', encode(prefix)],
+    ['MaxUploads', max], ['EncodingType', r.query.get('encoding-type')], ['IsTruncated', more],
+    ...fields, ...prefixes.map((p): [string, XmlFields] => ['CommonPrefixes', [['Prefix', encode(p)]]]),
   ]);
 };

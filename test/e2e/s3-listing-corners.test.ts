@@ -2,7 +2,8 @@
  * Listing corners as S3 answers them (contract §12; docs/s3.md): max-keys=0 is an empty page,
  * not truncated; encoding-type=url percent-encodes exactly the fields S3 names (ListObjects:
  * Key, Prefix, Delimiter, Marker, NextMarker; ListObjectsV2: Key, Prefix, Delimiter,
- * StartAfter) and nothing else, and boto3 (which asks for it on every listing) reads keys with
+ * StartAfter; ListObjectVersions and ListMultipartUploads: Key, Prefix, Delimiter, KeyMarker,
+ * NextKeyMarker) and nothing else, and boto3 (which asks for it on every listing) reads keys with
  * spaces, "+", "%", "&" and non-ASCII back unchanged; ListBuckets pages with max-buckets,
  * continuation-token and prefix.
  */
@@ -11,7 +12,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { CreateBucketCommand, ListBucketsCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, CreateMultipartUploadCommand, ListBucketsCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { expectS3Error, makeKey, s3Client, type S3Key } from '../helpers/s3-api.js';
 import { PYTHON, setUpClients, type Clients } from '../helpers/s3-clients.js';
@@ -90,6 +91,18 @@ describe('encoding-type=url', () => {
     expect(second.field('ContinuationToken')).toEqual([token]);
     expect(second.field('Key')).toEqual([]);
     expect(second.field('Prefix')).toEqual(['p%20q/', 'p%20q/%C3%A9/']);
+  });
+
+  test('ListMultipartUploads encodes Key, Prefix, Delimiter, KeyMarker and NextKeyMarker, not the upload ids', async () => {
+    const b = await newBucket([]);
+    const ids: string[] = [];
+    for (const Key of ['p q/a b.bin', 'p q/c+d.bin', 'p q/é/f.bin']) ids.push((await s3.send(new CreateMultipartUploadCommand({ Bucket: b, Key }))).UploadId!);
+    const { field } = await listing(b, { uploads: '', 'encoding-type': 'url', prefix: 'p q/', delimiter: '/', 'key-marker': 'p q/%41.bin', 'max-uploads': '1' });
+    expect(field('Key')).toEqual(['p%20q/a%20b.bin']);
+    expect([field('KeyMarker'), field('NextKeyMarker'), field('Delimiter'), field('Prefix')]).toEqual([['p%20q/%2541.bin'], ['p%20q/a%20b.bin'], ['/'], ['p%20q/']]);
+    expect([field('UploadId'), field('NextUploadIdMarker'), field('EncodingType')]).toEqual([[ids[0]], [ids[0]], ['url']]);
+    const rest = await listing(b, { uploads: '', 'encoding-type': 'url', prefix: 'p q/', delimiter: '/', 'key-marker': 'p q/a b.bin' });
+    expect([rest.field('Key'), rest.field('Prefix')]).toEqual([['p%20q/c%2Bd.bin'], ['p%20q/', 'p%20q/%C3%A9/']]);
   });
 
   test('without encoding-type, nothing is encoded; another value is InvalidArgument', async () => {

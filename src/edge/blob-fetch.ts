@@ -28,6 +28,8 @@ export interface RawFetchOptions {
   sha256?: string;
   /** Called whenever anything arrives, interim answers included: the upstream is alive. */
   onAlive?: () => void;
+  /** Gives up this long after the connection is opened, however lively: a trickle is not progress. */
+  deadlineMs?: number;
 }
 
 export function fetchBlobRaw(origin: OriginClient, token: string, fileId: string, onChunk: ChunkConsumer, opts: RawFetchOptions = {}): Promise<'ok' | 'not_found'> {
@@ -41,6 +43,7 @@ export function fetchBlobRaw(origin: OriginClient, token: string, fileId: string
     const finish = (err: Error | null, value?: 'ok' | 'not_found') => {
       if (settled) return;
       settled = true;
+      clearTimeout(deadline);
       socket.destroy();
       if (err) reject(err);
       else resolve(value!);
@@ -123,6 +126,8 @@ export function fetchBlobRaw(origin: OriginClient, token: string, fileId: string
       });
     if (origin.secure) socket.on('data', (chunk: Buffer) => receive(chunk));
     socket.setNoDelay(true);
+    const deadline = opts.deadlineMs === undefined ? undefined
+      : setTimeout(() => finish(new Error(`the upstream took longer than ${opts.deadlineMs} ms over the bytes of ${fileId}`)), opts.deadlineMs);
     socket.setTimeout(opts.idleMs ?? IDLE_TIMEOUT_MS, () => finish(new Error('the origin stopped sending the bytes')));
     socket.on(origin.secure ? 'secureConnect' : 'connect', () => {
       socket.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${token}\r\n${extra}Connection: close\r\n\r\n`);

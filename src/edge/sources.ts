@@ -31,6 +31,14 @@ export class FillCounts {
 
 /** Nothing at all from a parent (no byte, no 102 Processing) for this long: it is given up on. */
 export const PARENT_IDLE_MS = 3000;
+/**
+ * A parent's whole answer, 102s and bytes, must come within PARENT_BASE_MS plus the file's size
+ * twice (origin to parent, parent to child) at PARENT_MIN_RATE: the idle bound alone lets a
+ * parent trickle a byte or a 102 now and then and hold a fill forever.
+ */
+export const PARENT_MIN_RATE = 256 * 1024;
+export const PARENT_BASE_MS = 8000;
+export const parentDeadlineMs = (size: number): number => PARENT_BASE_MS + Math.ceil((2 * size * 1000) / PARENT_MIN_RATE);
 /** The header naming the edges a fill request passed through, the asker last. */
 export const VIA_HEADER = 'x-coffer-via';
 
@@ -51,6 +59,7 @@ export function fillSources(o: SourceOptions): FillSource[] {
       path: `/_edge/blob/${encodeURIComponent(file.file_id)}?sha256=${file.sha256}&seq=${o.seq()}`,
       headers: { 'X-Coffer-Via': [...via, o.edgeId()].join(',') },
       idleMs: PARENT_IDLE_MS,
+      deadlineMs: parentDeadlineMs(file.size),
       sha256: file.sha256,
       onAlive,
     }),

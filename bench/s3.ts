@@ -4,8 +4,10 @@
 // raw parts; S3 GetObject ≥ 0.8× an edge hit. GetObject is timed twice: with curl on a presigned
 // URL (the server's speed, as the edge hit is timed with curl) and with `aws s3 cp` down (what a
 // user sees, the aws CLI's own costs included). Peak RSS of the origin and the edge.
+// Then the origin's CPU per GiB for PutObject and UploadPart with each payload form beside raw
+// parts (issue 27 point 9, ./s3/cpu.ts).
 //
-// Run with `npm run bench:s3 -- [--size MiB] [--rounds N] [--keep]`.
+// Run with `npm run bench:s3 -- [--size MiB] [--rounds N] [--cpu-rounds N] [--cpu-only] [--keep]`.
 
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
@@ -14,14 +16,18 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
+import { cpuLines } from "./s3/cpu.js";
 import {
   Child, DEFAULT_ENTRY, MiB, OriginApi, commandPath, fmt, installExitHandlers, log, makeWorkDir, median, positiveNumber, renderTable, requireString,
   runCommand, stopAll, uploadFile,
 } from "./common.js";
 
-const { values } = parseArgs({ options: { size: { type: "string" }, rounds: { type: "string" }, keep: { type: "boolean" } } });
+const { values } = parseArgs({
+  options: { size: { type: "string" }, rounds: { type: "string" }, "cpu-rounds": { type: "string" }, "cpu-only": { type: "boolean" }, keep: { type: "boolean" } },
+});
 const SIZE = positiveNumber(values.size, 256, "--size", true) * MiB;
-const ROUNDS = positiveNumber(values.rounds, 2, "--rounds", true);
+const ROUNDS = values["cpu-only"] ? 0 : positiveNumber(values.rounds, 2, "--rounds", true);
+const CPU_ROUNDS = positiveNumber(values["cpu-rounds"], 3, "--cpu-rounds", true);
 const PART = 5 * MiB;
 const PARALLEL_PARTS = 4;
 const COMMAND_TIMEOUT_MS = 10 * 60_000;
@@ -219,6 +225,17 @@ async function main(): Promise<void> {
       if (fs.statSync(out).size !== SIZE) throw new Error("the download is not the file's size");
       peak();
     }
+
+    const cpuRows = await cpuLines({
+      s3Url, keyId: String(made.key_id), secret: String(made.key), bucket: "bench", file, size: SIZE, part: PART, parallel: PARALLEL_PARTS, rounds: CPU_ROUNDS,
+      originCpuMs: () => origin.cpuMs(),
+      raw: async (round) => {
+        if (own !== "raw parts") throw new Error("the CPU lines need an origin that takes raw parts");
+        await rawUpload(api, file, `cpu-raw-${round}.bin`);
+      },
+    });
+    process.stdout.write(`\n${SIZE / MiB} MiB, ${CPU_ROUNDS} round(s), origin CPU (all threads, /proc) per GiB uploaded:\n\n${renderTable(cpuRows).join("\n")}\n`);
+    if (ROUNDS === 0) return;
 
     const rate = (xs: number[]) => SIZE / MiB / (median(xs)! / 1000);
     const cpuCell = (c: CpuSplit) => `${fmt(median(c.client)!, 2)} / ${fmt(median(c.origin)!, 2)}`;

@@ -1,0 +1,67 @@
+// bench:s3's CPU lines (issue 27 point 9): the origin's CPU seconds per GiB (utime + stime of
+// the whole process, every thread, from /proc) for PutObject and UploadPart with each payload
+// form, beside Coffer's raw parts in the same run and against the same origin. Lines run in
+// turn within a round, the order rotating each round so a warming machine favours none.
+
+import http from "node:http";
+import { fmt, log, median } from "../common.js";
+import { BenchS3, PAYLOAD_MODES, type PayloadMode } from "./client.js";
+
+const GiB = 1024 ** 3;
+/** The goal of issue 27 point 9: each S3 line at most this many times raw parts' CPU per GiB. */
+export const CPU_GOAL = 1.15;
+
+export interface CpuRun {
+  s3Url: string;
+  keyId: string;
+  secret: string;
+  bucket: string;
+  file: string;
+  size: number;
+  part: number;
+  parallel: number;
+  rounds: number;
+  originCpuMs(): number | null;
+  /** Coffer's own raw-part upload of the file, the reference line. */
+  raw(round: number): Promise<void>;
+}
+
+interface Line {
+  name: string;
+  run(round: number): Promise<void>;
+  cpu: number[];
+}
+
+const MODE_NAMES: Record<PayloadMode, string> = { signed: "signed payload", unsigned: "UNSIGNED-PAYLOAD", streaming: "streaming signed" };
+
+export async function cpuLines(c: CpuRun): Promise<string[][]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: c.parallel });
+  const s3 = new BenchS3(c.s3Url, c.keyId, c.secret, agent);
+  const lines: Line[] = [{ name: `raw parts (${c.part / 2 ** 20} MiB, ${c.parallel} in flight)`, run: c.raw, cpu: [] }];
+  for (const mode of PAYLOAD_MODES) {
+    lines.push({ name: `PutObject, ${MODE_NAMES[mode]}`, run: () => s3.putObject(c.bucket, `cpu-put-${mode}.bin`, { file: c.file, offset: 0, length: c.size }, mode), cpu: [] });
+    lines.push({ name: `UploadPart, ${MODE_NAMES[mode]}`, run: () => s3.multipart(c.bucket, `cpu-mpu-${mode}.bin`, c.file, c.size, c.part, c.parallel, mode), cpu: [] });
+  }
+  try {
+    for (let round = 1; round <= c.rounds; round++) {
+      const shift = (round - 1) % lines.length;
+      for (const line of [...lines.slice(shift), ...lines.slice(0, shift)]) {
+        const before = c.originCpuMs() ?? 0;
+        await line.run(round);
+        const seconds = ((c.originCpuMs() ?? 0) - before) / 1000;
+        line.cpu.push(seconds / (c.size / GiB));
+        log(`cpu round ${round}: ${line.name}: ${fmt(seconds / (c.size / GiB), 2)} s/GiB`);
+      }
+    }
+  } finally {
+    agent.destroy();
+  }
+  const raw = median(lines[0]!.cpu)!;
+  return [
+    ["origin CPU per GiB (median of rounds)", "s/GiB", "x raw parts", `goal ≤ ${CPU_GOAL}x`, "rounds"],
+    ...lines.map((l, i) => {
+      const ratio = median(l.cpu)! / raw;
+      return [l.name, fmt(median(l.cpu)!, 2), `${fmt(ratio, 2)}x`, i === 0 ? "" : ratio <= CPU_GOAL ? "met" : "NOT met", l.cpu.map((x) => fmt(x, 2)).join(" ")];
+    }),
+  ];
+}

@@ -71,7 +71,13 @@ async function run(opts: Options, workDir: string, loadAvgStart: number | null):
   log(`starting the other ${opts.edges - 1} edges...`);
   if (opts.tiers > 1) startupMs += await startEdges(opts, f, 1, opts.tiers);
   startupMs += await startEdges(opts, f, Math.max(1, opts.tiers), opts.edges);
+  // Idle: what the fleet costs while nothing changes (the edges' heartbeats and acknowledgements).
+  await sleep(1000);
+  const idleCpu = (): number[] => [f.origin.cpuMs() ?? 0, f.edges.reduce((n, e) => n + (e.child.cpuMs() ?? 0), 0)];
+  const [originIdle0, edgesIdle0] = idleCpu();
   await sleep(IDLE_MS);
+  const [originIdle1, edgesIdle1] = idleCpu();
+  const idleCpuShare = { origin: (originIdle1! - originIdle0!) / IDLE_MS, edges: (edgesIdle1! - edgesIdle0!) / IDLE_MS };
   const edgeMemory = medianMemory(f.edges.map((e) => e.child.pid));
   const edgesTotalRssKb = f.edges.reduce((n, e) => n + (e.child.statusKb("VmRSS") ?? 0), 0);
   const originRssKb = f.origin.statusKb("VmRSS");
@@ -96,6 +102,7 @@ async function run(opts: Options, workDir: string, loadAvgStart: number | null):
     startupMs: Math.round(startupMs),
     prewarmBytes: opts.prewarmBytes,
     memory: { edge: edgeMemory, bareNode, originRssKb, edgesTotalRssKb },
+    idleCpuShare,
     floor,
     copyRate,
     single,

@@ -21,6 +21,8 @@ export interface Summary {
   startupMs: number;
   prewarmBytes: number;
   memory: { edge: Memory | null; bareNode: Memory | null; originRssKb: number | null; edgesTotalRssKb: number };
+  /** CPU used while idle, as a share of one core. */
+  idleCpuShare: { origin: number; edges: number };
   floor: Floor;
   copyRate: CopyRate;
   single: PrewarmRound[];
@@ -118,6 +120,7 @@ export function renderReport(opts: Options, s: Summary): string {
   lines.push(memoryLine(`edge, median of ${s.edges}`, s.memory.edge));
   lines.push(memoryLine("bare Node ESM http server", s.memory.bareNode));
   lines.push(`  origin VmRSS ${fmt(mb(s.memory.originRssKb), 0)} MB; edges' VmRSS summed ${fmt(mb(s.memory.edgesTotalRssKb), 0)} MB`);
+  lines.push(`idle CPU (3 s, nothing changing): origin ${fmt(s.idleCpuShare.origin * 100, 1)}% of a core, all ${s.edges} edges together ${fmt(s.idleCpuShare.edges * 100, 1)}%`);
   lines.push("");
   lines.push(...roundsTable("prewarm with 1 edge (started alone first; the same origin):", s.single));
   lines.push(...roundsTable(`prewarm with all ${s.edges} edges:`, s.fleet));

@@ -9,7 +9,8 @@ import type { EdgeFile } from './state.js';
 import { statusOf, type ErrorCode } from '../core/error-codes.js';
 
 export class AnswerHeaders {
-  private readonly byFile = new WeakMap<EdgeFile, Map<string, string[]>>();
+  /** Per file, the four kinds of answer: index signed × 2 + download. */
+  private readonly byFile = new WeakMap<EdgeFile, Array<string[] | undefined>>();
   private readonly hits = new WeakMap<string[], string[]>();
 
   /** `publicCache`: the Cache-Control of unsigned answers. */
@@ -17,9 +18,9 @@ export class AnswerHeaders {
 
   /** What every answer with the file's bytes carries, signed or not, inline or as a download. */
   base(file: EdgeFile, signed: boolean, download: boolean): string[] {
-    const key = `${signed ? 1 : 0}${download ? 1 : 0}`;
+    const key = (signed ? 2 : 0) + (download ? 1 : 0);
     let byKind = this.byFile.get(file);
-    const cached = byKind?.get(key);
+    const cached = byKind?.[key];
     if (cached) return cached;
     const active = isActiveContent(file.content_type);
     const headers = [
@@ -33,10 +34,10 @@ export class AnswerHeaders {
     ];
     if (active) headers.push('Content-Security-Policy', SANDBOX_CSP);
     if (!byKind) {
-      byKind = new Map();
+      byKind = [undefined, undefined, undefined, undefined];
       this.byFile.set(file, byKind);
     }
-    byKind.set(key, headers);
+    byKind[key] = headers;
     return headers;
   }
 

@@ -19,6 +19,8 @@ const ID = /^[A-Za-z0-9_-]{1,64}$/;
  * names the same resource by its path and query, whatever the host says.
  */
 export function originForm(target: string): string {
+  // The usual target, "/files/ID", is in origin form already: no pattern to run.
+  if (target.charCodeAt(0) === 0x2f) return target;
   const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/.exec(target);
   if (!scheme) return target;
   const rest = target.slice(scheme[0].length);
@@ -42,6 +44,15 @@ const refuse = (code: ErrorCode, message: string = ERROR_CODES[code].message): D
 
 const notFound = refuse('not_found', 'No file is at this address.');
 
+// The four verdicts that serve, made once: deciding a hit allocates nothing.
+const SERVE: Record<'plain' | 'plainDownload' | 'signed' | 'signedDownload', Decision> = {
+  plain: { kind: 'serve', signed: false, download: false },
+  plainDownload: { kind: 'serve', signed: false, download: true },
+  signed: { kind: 'serve', signed: true, download: false },
+  signedDownload: { kind: 'serve', signed: true, download: true },
+};
+const NO_QUERY: LinkCheck = { kind: 'unsigned', download: false };
+
 /**
  * Checks links, remembering the ones whose signature was right: a link is fetched again
  * and again (players ask for ranges, pages reload), and its signature cannot change.
@@ -56,7 +67,12 @@ const notFound = refuse('not_found', 'No file is at this address.');
 export const REMEMBERED_QUERY_CHARS = 512;
 
 export class LinkChecker {
-  private readonly good = new Map<string, { expires: number; download: boolean; issuedMs: number }>();
+  /**
+   * Keyed by the query alone, with the path it was signed for: a signed query carries its own
+   * signature, so its text is as unique as path and query together, and the lookup hashes
+   * one string the request already has instead of building another.
+   */
+  private readonly good = new Map<string, { path: string; check: Extract<LinkCheck, { kind: 'valid' }> }>();
   private readonly unsigned = new Map<string, LinkCheck>();
 
   constructor(private readonly secrets: readonly string[], private readonly hmac: HmacSha256, private readonly capacity = 10_000) {}
@@ -66,20 +82,21 @@ export class LinkChecker {
     return this.good.size + this.unsigned.size;
   }
 
+  /** The verdict on a link; a valid one is a shared object, never to be changed. */
   check(path: string, query: string, nowSeconds: number): LinkCheck {
-    const key = `${path}?${query}`;
-    const known = this.good.get(key);
-    if (known) {
-      if (known.expires > nowSeconds + MAX_EXPIRY_SECONDS + LINK_CLOCK_SKEW_SECONDS) return { kind: 'invalid' };
-      return nowSeconds > known.expires ? { kind: 'expired', expires: known.expires } : { kind: 'valid', ...known };
+    const known = this.good.get(query);
+    if (known !== undefined && known.path === path) {
+      const { expires } = known.check;
+      if (expires > nowSeconds + MAX_EXPIRY_SECONDS + LINK_CLOCK_SKEW_SECONDS) return { kind: 'invalid' };
+      return nowSeconds > expires ? { kind: 'expired', expires } : known.check;
     }
     const plain = this.unsigned.get(query);
     if (plain) return plain;
     const result = verifyLink(path, query, this.secrets, nowSeconds, this.hmac);
     if (query.length > REMEMBERED_QUERY_CHARS) return result;
     if (result.kind === 'valid') {
-      if (this.good.size >= this.capacity) this.good.delete(this.good.keys().next().value!);
-      this.good.set(key, { expires: result.expires, download: result.download, issuedMs: result.issuedMs });
+      if (!this.good.has(query) && this.good.size >= this.capacity) this.good.delete(this.good.keys().next().value!);
+      this.good.set(query, { path, check: { kind: 'valid', expires: result.expires, download: result.download, issuedMs: result.issuedMs } });
     } else if (result.kind === 'unsigned') {
       if (this.unsigned.size >= this.capacity) this.unsigned.delete(this.unsigned.keys().next().value!);
       this.unsigned.set(query, result);
@@ -98,7 +115,7 @@ export function decide(
 ): Decision {
   if (!file || !visibility) return notFound;
   // Most public requests carry no query at all: no parsing then.
-  const check: LinkCheck = query === '' ? { kind: 'unsigned', download: false } : links.check(path, query, nowSeconds);
+  const check: LinkCheck = query === '' ? NO_QUERY : links.check(path, query, nowSeconds);
   switch (check.kind) {
     case 'invalid':
       return refuse('invalid_signature');
@@ -106,13 +123,13 @@ export function decide(
       return refuse('link_expired');
     case 'unsigned':
       if (visibility === 'Private') return refuse('signature_required');
-      return { kind: 'serve', signed: false, download: check.download };
+      return check.download ? SERVE.plainDownload : SERVE.plain;
     case 'valid':
       // Revocation is read from the file on every request: the cache above holds signatures only.
       if (isRevoked(check.issuedMs, file.links_revoked_at)) {
         return refuse('link_revoked');
       }
-      return { kind: 'serve', signed: true, download: check.download };
+      return check.download ? SERVE.signedDownload : SERVE.signed;
   }
 }
 

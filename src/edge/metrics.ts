@@ -137,7 +137,7 @@ export function edgeMetrics(deps: {
       time: res[TIME]!, method: req.method ?? '', fileId: tally.route === '/files/:id' ? fileIdOf(url, q) : null, status: res.statusCode, bytes, complete,
       durationMs: Math.round(seconds * 1e6) / 1e3, cache: hit === undefined ? null : hit ? 'HIT' : 'MISS', client: req.socket.remoteAddress ?? '',
       range: typeof req.headers.range === 'string' ? req.headers.range.slice(0, 100) : null,
-      preview: q >= 0 && PREVIEW.test(url),
+      preview: q >= 0 && url.includes('preview=1', q) && PREVIEW.test(url),
     };
     for (const l of listeners) l(answered);
   }

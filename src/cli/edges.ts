@@ -4,7 +4,7 @@
  * they stand out in the table.
  */
 import { CofferError } from '../sdk/index.js';
-import { CliError, clientFor, json, type ClientFlags, type Io } from './common.js';
+import { CliError, clientFor, type ClientFlags, type Io } from './common.js';
 import { formatBytes, safeText, shorten, table } from './format.js';
 
 /** One edge as the origin lists it (src/core/api-edges.ts). */
@@ -79,6 +79,15 @@ export function edgesTable(answer: EdgesAnswer): string {
   return table(rows);
 }
 
+/**
+ * The origin's answer as JSON, with C1 controls and bidi overrides written as \u escapes: the
+ * same JSON value, but an edge's name or parent cannot drive the terminal that shows it.
+ */
+export function edgesJson(answer: EdgesAnswer): string {
+  return JSON.stringify(answer, null, 2).replace(/[\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 export async function listEdges(flags: EdgesFlags, io: Io): Promise<void> {
   const client = await clientFor(flags, io);
   let answer: EdgesAnswer;
@@ -93,7 +102,10 @@ export async function listEdges(flags: EdgesFlags, io: Io): Promise<void> {
     }
     throw err;
   }
-  if (flags.json) return json(io, answer);
+  if (flags.json) {
+    io.stdout.write(edgesJson(answer) + '\n');
+    return;
+  }
   if (answer.edges.length === 0) {
     io.stdout.write('No edge has been heard from in the last hour.\n');
     io.stderr.write('Start one with `coffer edge --origin URL --name NAME` (COFFER_EDGE_TOKEN from the origin\'s credentials.json); it appears here once it reports, within 10 s.\n');

@@ -12,6 +12,8 @@ import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin
 import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { sha256, waitFor } from '../kit/index.js';
 import { parentDeadlineMs } from '../../src/edge/sources.js';
+import { parseEdgeStatus } from '../../src/feed/edge-status.js';
+import { edgesJson, edgesTable, type EdgesAnswer } from '../../src/cli/edges.js';
 
 let o: TestOrigin;
 const started: TestEdge[] = [];
@@ -125,6 +127,25 @@ describe('a hostile parent cannot hold, bend or poison a child\'s fill', () => {
   });
 });
 
+describe('parents that are not parents', () => {
+  it('a child naming itself, or the origin, as its parent fills from the origin and serves the right bytes', async () => {
+    const probe = http.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    const self = await startTestEdge(o, () => ({ COFFER_EDGE_PARENTS: `http://127.0.0.1:${port}`, COFFER_EDGE_PORT: String(port) }));
+    started.push(self);
+    const viaOrigin = await edge([o.url]);
+    const bytes = randomBytes(60_000);
+    const rec = await uploadBytes(o, bytes, { name: 'self.bin' });
+    await waitCached([self, viaOrigin], rec.file_id);
+    for (const c of [self, viaOrigin]) {
+      expect(c.edge.cache.counts).toMatchObject({ parent: 0, origin: 1, failovers: 1 });
+      expect(sha256((await get(c, `/files/${rec.file_id}`)).body)).toBe(sha256(bytes));
+    }
+  });
+});
+
 describe('changes made while a child fills through a parent', () => {
   /** A parent that holds each fill (sending 102s) until released, then answers the bytes it is given. */
   async function heldParent() {
@@ -230,5 +251,34 @@ describe('the edge-to-edge route under odd spellings', () => {
       [`GET /_edge/blob/${f.id}${q} HTTP/1.1\r\nHost: x\r\n${auth}X-Coffer-Via: ${','.repeat(10_000)}\r\n\r\n`, 200],
     ];
     for (const [request, want] of cases) expect([request.slice(0, 90), await status(request)]).toEqual([request.slice(0, 90), want]);
+  });
+});
+
+describe('what an edge says of itself reaches operators inert', () => {
+  const status = (over: Record<string, unknown>) => ({
+    id: 'e1', name: 'ok', parents: [], started_at: 0, seq: 0, cache: { used_bytes: 0, capacity_bytes: 0 }, requests: 0, hits: 0,
+    misses: 0, bytes_sent: 0, fills: { parent: 0, origin: 0, failovers: 0, served_to_children: 0 }, ...over,
+  });
+
+  it('the origin refuses control characters, 101+ character names, 9+ parents and unknown fields in a report', () => {
+    for (const bad of [{ name: 'a\u001b[31mred' }, { name: 'x'.repeat(101) }, { name: ' ' }, { parents: Array(9).fill('p') },
+      { parents: Array(10_000).fill('p') }, { parents: ['a\nb'] }, { id: 'a'.repeat(65) }, { id: '../x' }, { extra: 1 }, { seq: -1 }, { requests: 1e300 }]) {
+      expect(typeof parseEdgeStatus(status(bad))).toBe('string');
+    }
+    expect(typeof parseEdgeStatus(status({ name: '<script>alert(1)</script>' }))).toBe('object');
+  });
+
+  it('coffer edges shows markup, C1 controls and bidi overrides as text, in the table and in --json', () => {
+    const name = 'evil\u009b31m\u202egnp.exe<script>alert(1)</script>\u2066';
+    const row = {
+      id: 'e1', name, parents: [`http://x\u009d0;title\u0007/`], state: 'live' as const, answering: true, last_seen_at: '2026-01-01T00:00:00Z',
+      lease_expires_at: null, applied_seq: 1, feed_lag_events: 0, cache_used_bytes: null, cache_capacity_bytes: null, hit_ratio: null,
+      requests: null, bytes_sent: null, started_at: null,
+    };
+    const answer: EdgesAnswer = { head_seq: 1, checked_at: '2026-01-01T00:00:01Z', edges: [row] };
+    for (const text of [edgesTable(answer), edgesJson(answer)]) {
+      expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
+    }
+    expect(JSON.parse(edgesJson(answer))).toEqual(answer);
   });
 });

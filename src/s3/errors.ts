@@ -67,6 +67,8 @@ export const s3Errors = {
   entityTooLarge: (max: number) => new S3Error(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed object size.', { MaxSizeAllowed: max }),
   invalidRange: (size: number) => new S3Error(416, 'InvalidRange', 'The requested range is not satisfiable.', { ActualObjectSize: size }),
   preconditionFailed: (condition: string) => new S3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold.', { Condition: condition }),
+  conditionalRequestConflict: () =>
+    new S3Error(409, 'ConditionalRequestConflict', 'A conflicting operation occurred. If using PutObject you can retry the request. If using multipart upload you should initiate another CreateMultipartUpload request and re-upload each part.'),
   methodNotAllowed: (method: string) => new S3Error(405, 'MethodNotAllowed', 'The specified method is not allowed against this resource.', { Method: method }),
   notImplemented: (what: string) => new S3Error(501, 'NotImplemented', `A header or query you provided implies functionality that is not implemented: ${what}.`),
   slowDown: (retryAfter: number) => new S3Error(503, 'SlowDown', 'Please reduce your request rate.', {}, { 'Retry-After': String(retryAfter) }),

@@ -5,6 +5,7 @@
  * AbortMultipartUpload, ListParts and ListMultipartUploads.
  */
 import type { UploadKey } from '../service/uploads/s3.js';
+import { writeCondition } from './conditional-writes.js';
 import { s3Errors } from './errors.js';
 import { parseKey, requireBucket, type BucketAt } from './mapping.js';
 import { etagOf, intParam, isoTime, noBody, ownerOf, quoted, xmlAnswer, type S3Handler, type S3Request } from './context.js';
@@ -76,6 +77,7 @@ async function* nothing(): AsyncGenerator<Buffer> {}
 
 export const completeMultipart: S3Handler = async (r) => {
   const { bucket, u } = await uploadKey(r);
+  const condition = writeCondition(r);
   const doc = await readXmlBody(r.payload(), COMPLETE_BODY);
   if (doc?.name !== 'CompleteMultipartUpload') throw s3Errors.malformedXml();
   const parts = childrenOf(doc, 'Part').map((p) => {
@@ -85,7 +87,7 @@ export const completeMultipart: S3Handler = async (r) => {
     return { partNumber: Number(number), etag };
   });
   if (parts.length > COMPLETE_BODY.items) throw s3Errors.malformedXml();
-  const file = await r.service.multipart.complete(r.caller, u, parts);
+  const file = await r.service.multipart.complete(r.caller, u, parts, condition ?? undefined);
   return xmlAnswer('CompleteMultipartUploadResult', [
     ['Location', `/${encodeURIComponent(bucket.name)}/${r.key!.split('/').map(encodeURIComponent).join('/')}`], ['Bucket', bucket.name], ['Key', r.key!], ['ETag', quoted(etagOf(file))],
   ]);

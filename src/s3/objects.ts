@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { StoredFile } from '../core/ports.js';
 import type { Located } from '../service/paths.js';
+import { writeCondition } from './conditional-writes.js';
 import { s3Errors } from './errors.js';
 import { parseKey, requireBucket, type BucketAt, type KeyPath } from './mapping.js';
 import { etagOf, isoTime, noBody, quoted, xmlAnswer, type S3Answer, type S3Handler, type S3Request } from './context.js';
@@ -52,6 +53,7 @@ export async function writePlace(r: S3Request): Promise<{ bucket: BucketAt; path
 
 export const putObject: S3Handler = async (r) => {
   const { path, at } = await writePlace(r);
+  const condition = writeCondition(r);
   const payload = r.payload();
   if (path.name === null) {
     // A directory marker: the folder is the object.
@@ -60,7 +62,7 @@ export const putObject: S3Handler = async (r) => {
   }
   await r.service.objects.put(r.caller, {
     at, name: path.name, contentType: contentTypeOf(r.headers, path.name), visibility: visibilityOf(r.headers), meta: metaOf(r.headers),
-    size: payload.length, body: payload, etag: () => payload.md5Hex,
+    size: payload.length, body: payload, etag: () => payload.md5Hex, ...(condition ? { condition } : {}),
   });
   const headers: Record<string, string> = { etag: quoted(payload.md5Hex) };
   const checksum = payload.verifiedChecksum;

@@ -25,6 +25,8 @@ export interface PartsPolicy {
   onReady?(tx: MetadataTx, ready: StoredFile): Promise<void>;
   /** Checked before anything is joined (a dialect's own refusals). */
   check?(file: StoredFile): Promise<void>;
+  /** Keep the chosen parts' records (number, size, MD5) with the ready file: S3 reads an object by its parts. */
+  keepParts?: boolean;
 }
 
 /** Every part the declared size makes, all of them there. */
@@ -81,7 +83,8 @@ export async function joinParts(c: ServiceContext, fileId: string, plan: PartsPo
       };
       const ready: StoredFile = { ...current, ...patch };
       await tx.updateFile(fileId, patch);
-      await tx.deleteParts(fileId);
+      if (plan.keepParts) await keepOnly(tx, fileId, chosen, now.size);
+      else await tx.deleteParts(fileId);
       await tx.queueBlobDeletion([{ bucket: current.bucket, blob_key: current.blob_key, upload_id: current.upload_id, object: 0 }], at);
       await plan.onReady?.(tx, ready);
       const context = await c.folderContext(tx, current.folder_id);
@@ -98,6 +101,13 @@ export async function joinParts(c: ServiceContext, fileId: string, plan: PartsPo
     }
     return outcome;
   }
+}
+
+/** Leaves the records of the chosen parts alone, where others were recorded too. */
+async function keepOnly(tx: MetadataTx, fileId: string, chosen: StoredPart[], recorded: number): Promise<void> {
+  if (chosen.length === recorded) return;
+  await tx.deleteParts(fileId);
+  for (const part of chosen) await tx.upsertPart(part);
 }
 
 /**

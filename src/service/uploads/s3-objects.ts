@@ -16,6 +16,7 @@ import { authorize } from '../policy.js';
 import type { UploadEngine } from './engine.js';
 import { ALL_PARTS } from './join.js';
 import { initiateSpec } from './spec.js';
+import { conditional, currentObject, oneWriterOfKey, type WriteCondition } from './s3-conditions.js';
 
 export interface ObjectWrite {
   /** The folder it goes in; the caller must reach it. */
@@ -30,6 +31,8 @@ export interface ObjectWrite {
   body: AsyncIterable<Buffer>;
   /** The S3 ETag, asked once the body was read to its end; throwing refuses the object. */
   etag(): string;
+  /** S3's If-None-Match / If-Match on the object it replaces (s3-conditions.ts). */
+  condition?: WriteCondition;
 }
 
 /** Cuts a body into consecutive pieces of given lengths, without copying. */
@@ -68,6 +71,9 @@ export class Objects {
   /** Stores the body as a new file and makes it the only one of its name in its folder. */
   async put(caller: Caller, w: ObjectWrite): Promise<StoredFile> {
     if (w.at.place !== 'inside') throw errors.outOfReach();
+    const folderId = w.at.folder?.id ?? null;
+    // Before any byte is stored: a condition that fails now answers at once.
+    w.condition?.judge(await currentObject(this.c.meta.read, folderId, w.name), 'check');
     const spec = await initiateSpec(this.c, caller, {
       name: w.name, visibility: w.visibility, size: w.size, file_type: fileTypeFor(w.name, w.contentType),
       folder_id: w.at.folder?.id ?? null, content_type: w.contentType,
@@ -81,11 +87,16 @@ export class Objects {
         if (!outcome.kept) throw errors.unavailable('The object could not be stored; send it again.');
       }
       await body.end();
-      await this.engine.complete(upload.id, { ...ALL_PARTS, extra: { s3_etag: w.etag() } });
+      const policy = { ...ALL_PARTS, extra: { s3_etag: w.etag() } };
+      const condition = w.condition;
+      if (condition) await oneWriterOfKey(this.c, folderId, w.name, () => this.engine.complete(upload.id, conditional(this.c, policy, condition, { atCommit: false })));
+      else await this.engine.complete(upload.id, policy);
     } catch (err) {
       await this.engine.abort(async (tx) => {
         const file = await tx.getFile(upload.id, 'update');
         if (!file || file.status !== 'uploading') throw err;
+        // Its parts may have been joined before a condition refused the commit: that object goes too.
+        await tx.queueBlobDeletion([{ bucket: file.bucket, blob_key: file.blob_key, upload_id: null, object: 1 }], this.c.now());
         return file;
       }).catch(() => {});
       throw err;

@@ -22,6 +22,8 @@ import { fileInReach } from '../access.js';
 import { authorize } from '../policy.js';
 import { removeFiles } from '../trash.js';
 import type { UploadEngine } from './engine.js';
+import type { PartsPolicy } from './join.js';
+import { conditional, oneWriterOfKey, type WriteCondition } from './s3-conditions.js';
 
 export const MAX_PARTS = 10_000;
 export const MAX_PART_SIZE = 5 * 1024 * 1024 * 1024;
@@ -106,8 +108,10 @@ export class Multipart {
    * Joins the parts the client lists (ascending, each with its ETag, every one but the last at
    * least 5 MiB) into the object, whose ETag is S3's multipart form; then older files of its
    * name go from every edge. A repeat of a completion that succeeded answers the same file.
+   * With a `condition`, one refused before the join leaves the upload open; one refused at the
+   * commit (another write of the key came in between) removes it, its parts already joined.
    */
-  async complete(caller: Caller, u: UploadKey, listed: Array<{ partNumber: number; etag: string }>): Promise<StoredFile> {
+  async complete(caller: Caller, u: UploadKey, listed: Array<{ partNumber: number; etag: string }>, condition?: WriteCondition): Promise<StoredFile> {
     authorize(caller, 'upload');
     const done = await this.c.meta.read.getFile(u.uploadId);
     if (done && done.status === 'ready' && !(await this.c.meta.read.s3.getUpload(u.uploadId)) && done.s3_etag?.includes('-') && (await fileInReach(this.c.meta.read, caller, done))) {
@@ -132,10 +136,29 @@ export class Multipart {
     const total = preview.reduce((sum, p) => sum + p.size, 0);
     if (total > this.c.opts.maxFileSize) throw errors.fileTooLarge(this.c.opts.maxFileSize);
     const etag = `${createHash('md5').update(Buffer.concat(preview.map((p) => Buffer.from(p.md5!, 'hex')))).digest('hex')}-${preview.length}`;
-    await this.engine.complete(u.uploadId, { declaredSize: false, choose, extra: { s3_etag: etag }, onReady: (tx) => tx.s3.deleteUpload(u.uploadId) });
+    const policy: PartsPolicy = { declaredSize: false, choose, keepParts: true, extra: { s3_etag: etag }, onReady: (tx) => tx.s3.deleteUpload(u.uploadId) };
+    if (condition) await this.completeIf(u.uploadId, policy, condition);
+    else await this.engine.complete(u.uploadId, policy);
     const file = await this.c.requireFile(this.c.meta.read, u.uploadId);
     await this.paths.replaceOlder(file);
     return file;
+  }
+
+  private async completeIf(uploadId: string, policy: PartsPolicy, condition: WriteCondition): Promise<void> {
+    const upload = await this.c.requireFile(this.c.meta.read, uploadId);
+    const failed = { atCommit: false };
+    try {
+      await oneWriterOfKey(this.c, upload.folder_id, upload.name, () => this.engine.complete(uploadId, conditional(this.c, policy, condition, failed)));
+    } catch (err) {
+      if (!failed.atCommit) throw err;
+      await this.engine.abort(async (tx) => {
+        const file = await tx.getFile(uploadId, 'update');
+        if (!file || file.status !== 'uploading') throw err;
+        await tx.queueBlobDeletion([{ bucket: file.bucket, blob_key: file.blob_key, upload_id: null, object: 1 }], this.c.now());
+        return file;
+      }).catch(() => {});
+      throw err;
+    }
   }
 
   async abort(caller: Caller, u: UploadKey): Promise<void> {

@@ -38,7 +38,8 @@ export const PARENT_IDLE_MS = 3000;
  */
 export const PARENT_MIN_RATE = 256 * 1024;
 export const PARENT_BASE_MS = 8000;
-export const parentDeadlineMs = (size: number): number => PARENT_BASE_MS + Math.ceil((2 * size * 1000) / PARENT_MIN_RATE);
+/** Capped at the longest delay a timer takes (about 24.8 days); a longer one would fire at once. */
+export const parentDeadlineMs = (size: number): number => Math.min(PARENT_BASE_MS + Math.ceil((2 * size * 1000) / PARENT_MIN_RATE), 2 ** 31 - 1);
 /** The header naming the edges a fill request passed through, the asker last. */
 export const VIA_HEADER = 'x-coffer-via';
 

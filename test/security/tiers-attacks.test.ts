@@ -127,6 +127,14 @@ describe('a hostile parent cannot hold, bend or poison a child\'s fill', () => {
   });
 });
 
+describe('the bound on a parent', () => {
+  it('grows with the file\'s size and stays a delay a timer can take', () => {
+    expect(parentDeadlineMs(0)).toBe(8000);
+    expect(parentDeadlineMs(1024 ** 3)).toBe(8000 + 8192 * 1000);
+    expect(parentDeadlineMs(2 ** 50)).toBe(2 ** 31 - 1);
+  });
+});
+
 describe('parents that are not parents', () => {
   it('a child naming itself, or the origin, as its parent fills from the origin and serves the right bytes', async () => {
     const probe = http.createServer();

@@ -154,6 +154,31 @@ describe('parents that are not parents', () => {
   });
 });
 
+describe('odd sizes through a parent', () => {
+  it('an empty file and a one-byte file fill a child from its parent', async () => {
+    const parent = await edge();
+    const child = await edge([parent.edge.url]);
+    for (const bytes of [Buffer.alloc(0), Buffer.from('x')]) {
+      const rec = await uploadBytes(o, bytes, { name: `tiny-${bytes.length}.bin` });
+      await waitCached([parent, child], rec.file_id);
+      const r = await get(child, `/files/${rec.file_id}`);
+      expect([r.status, sha256(r.body)]).toEqual([200, sha256(bytes)]);
+    }
+    expect(child.edge.cache.counts).toMatchObject({ origin: 0, failovers: 0 });
+  });
+
+  it('a file too large for the parent\'s cache: the parent refuses at once (503) and the child fills from the origin', async () => {
+    const parent = await startTestEdge(o, () => ({ COFFER_EDGE_CACHE_BYTES: '100000', COFFER_EDGE_NAME: 'small' }));
+    started.push(parent);
+    const child = await edge([parent.edge.url]);
+    const bytes = randomBytes(300_000);
+    const rec = await uploadBytes(o, bytes, { name: 'large.bin' });
+    await waitCached([child], rec.file_id);
+    expect(child.edge.cache.counts).toMatchObject({ parent: 0, origin: 1, failovers: 1 });
+    expect(sha256((await get(child, `/files/${rec.file_id}`)).body)).toBe(sha256(bytes));
+  });
+});
+
 describe('changes made while a child fills through a parent', () => {
   /** A parent that holds each fill (sending 102s) until released, then answers the bytes it is given. */
   async function heldParent() {

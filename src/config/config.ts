@@ -6,6 +6,7 @@ import { DEFAULT_MAX_FILE_SIZE } from '../core/upload.js';
 import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../core/listener-bounds.js';
 import { MAX_VARIANT_SIDE } from '../core/variants.js';
 import { hostname } from 'node:os';
+import { isSafeLabel } from '../core/names.js';
 
 export interface Config {
   host: string;
@@ -174,7 +175,8 @@ export function edgeParents(raw: string | undefined): string[] {
         valid = false;
       }
     }
-    if (!valid) throw new ConfigError(`COFFER_EDGE_PARENTS: each parent must be an edge's address without a path, such as http://10.0.1.5:8081, not "${item.trim()}".`);
+    // A password written into the address is not repeated on the terminal.
+    if (!valid) throw new ConfigError(`COFFER_EDGE_PARENTS: each parent must be an edge's address without a path or credentials, such as http://10.0.1.5:8081, not "${item.trim().replace(/\/\/[^/@]*@/, '//…@')}".`);
     return address;
   });
   if (list.length > MAX_EDGE_PARENTS) throw new ConfigError(`COFFER_EDGE_PARENTS lists ${list.length} parents; at most ${MAX_EDGE_PARENTS} are allowed.`);
@@ -187,9 +189,9 @@ export const MAX_EDGE_NAME = 100;
 /** COFFER_EDGE_NAME: printable, at most 100 characters (the origin refuses other names in reports); default the host name. */
 export function edgeName(raw: string | undefined, host: string = hostname()): string {
   const name = (raw ?? '').trim();
-  if (name === '') return host.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, MAX_EDGE_NAME) || 'edge';
-  if (/[\u0000-\u001f\u007f]/.test(name) || name.length > MAX_EDGE_NAME) {
-    throw new ConfigError(`COFFER_EDGE_NAME must be 1–${MAX_EDGE_NAME} printable characters, such as eu-west-1a.`);
+  if (name === '') return [...host].filter((c) => isSafeLabel(c, 2)).join('').slice(0, MAX_EDGE_NAME) || 'edge';
+  if (!isSafeLabel(name, MAX_EDGE_NAME)) {
+    throw new ConfigError(`COFFER_EDGE_NAME must be 1–${MAX_EDGE_NAME} printable characters (no control or text-direction characters), such as eu-west-1a.`);
   }
   return name;
 }

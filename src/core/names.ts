@@ -31,3 +31,13 @@ export function compareKeys(a: string, b: string): number {
     j += y > 0xffff ? 2 : 1;
   }
 }
+
+/**
+ * Operators' labels (an edge's name, its parents' addresses): characters a terminal or a page
+ * could be fooled by are never part of one: C0 and C1 controls, DEL, line separators and
+ * bidirectional overrides.
+ */
+const UNSAFE_LABEL = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+/** True for a label of at most `max` UTF-16 units holding none of the characters above. */
+export const isSafeLabel = (v: unknown, max: number): v is string => typeof v === 'string' && v.length <= max && !UNSAFE_LABEL.test(v);

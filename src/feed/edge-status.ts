@@ -3,6 +3,7 @@
  * strictly, since it is shown to operators and kept in the store. Counts are cumulative since
  * the edge started.
  */
+import { isSafeLabel } from '../core/names.js';
 
 export interface EdgeStatus {
   id: string;
@@ -25,8 +26,8 @@ const MAX_PARENT = 300;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
-/** Printable text only: names end up in tables and pages. */
-const isText = (v: unknown, max: number): v is string => typeof v === 'string' && v.length <= max && !/[\u0000-\u001f\u007f]/.test(v);
+/** Printable text only: names end up in tables, terminals and pages. */
+const isText = isSafeLabel;
 
 function counts<K extends string>(v: unknown, keys: readonly K[]): Record<K, number> | string {
   if (!isObject(v)) return 'is not an object';

@@ -15,6 +15,11 @@ export const REPORT_EVERY_MS = 10_000;
 const MISSED_REPORTS = 3;
 /** An edge silent this long is forgotten. */
 export const FORGET_AFTER_MS = 60 * 60_000;
+/**
+ * Edge ids one origin keeps reports for within FORGET_AFTER_MS: the edges' token may name any
+ * id, and a holder naming a new one in every report would grow the table and the list without end.
+ */
+export const MAX_REPORTED_EDGES = 10_000;
 
 export type FleetStore = Pick<MetadataStore, 'edgeLeases' | 'recordEdgeReport' | 'edgeReports' | 'pruneEdgeReports'>;
 
@@ -41,6 +46,8 @@ function storedStatus(text: string): EdgeStatus | undefined {
 
 export class EdgeFleet {
   private lastPrune = -Infinity;
+  /** Ids this origin kept a report for, and when: bounded by MAX_REPORTED_EDGES. */
+  private readonly kept = new Map<string, number>();
   private readonly reportEveryMs: number;
 
   constructor(private readonly o: EdgeFleetOptions) {
@@ -50,6 +57,16 @@ export class EdgeFleet {
   /** Keeps an edge's report (the newest replaces the one before); forgets long-silent ones now and then. */
   async record(status: EdgeStatus): Promise<void> {
     const now = this.o.clock.now();
+    for (const [id, at] of this.kept) {
+      if (now - at <= FORGET_AFTER_MS) break;
+      this.kept.delete(id);
+    }
+    if (!this.kept.has(status.id) && this.kept.size >= MAX_REPORTED_EDGES) {
+      this.o.onError?.('keeping an edge report', new Error(`more than ${MAX_REPORTED_EDGES} edge ids reported within an hour; ${status.id} is not listed`));
+      return;
+    }
+    this.kept.delete(status.id);
+    this.kept.set(status.id, now);
     await this.o.meta.recordEdgeReport({ edge_id: status.id, origin_id: this.o.originId, received_at: now, report: JSON.stringify(status) });
     if (now - this.lastPrune > FORGET_AFTER_MS / 12) {
       this.lastPrune = now;

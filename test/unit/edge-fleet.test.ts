@@ -3,7 +3,7 @@
  * clock moved by hand: which edges answer, which do not, and when one is forgotten.
  */
 import { beforeEach, describe, expect, test } from 'vitest';
-import { EdgeFleet, FORGET_AFTER_MS, REPORT_EVERY_MS, type FleetStore } from '../../src/feed/fleet.js';
+import { EdgeFleet, FORGET_AFTER_MS, MAX_REPORTED_EDGES, REPORT_EVERY_MS, type FleetStore } from '../../src/feed/fleet.js';
 import { parseEdgeStatus, type EdgeStatus } from '../../src/feed/edge-status.js';
 import type { EdgeLease, EdgeReportRow } from '../../src/core/ports.js';
 import { ManualClock } from '../kit/index.js';
@@ -95,8 +95,23 @@ describe('parseEdgeStatus', () => {
     expect(parseEdgeStatus(status('a'))).toEqual(status('a'));
     expect(parseEdgeStatus({ ...status('a'), name: 'x'.repeat(100) })).not.toBeTypeOf('string');
     for (const bad of [null, [], { ...status('a'), name: 'x'.repeat(101) }, { ...status('a'), seq: -1 }, { ...status('a'), parents: 'p' },
-      { ...status('a'), cache: { used_bytes: 1 } }, { ...status('a'), fills: { ...status('a').fills, more: 1 } }]) {
+      { ...status('a'), cache: { used_bytes: 1 } }, { ...status('a'), fills: { ...status('a').fills, more: 1 } },
+      // C1 controls, line separators and text-direction overrides would rewrite a terminal or a page.
+      { ...status('a'), name: 'eu\u009b31m' }, { ...status('a'), name: 'eu\u202ewest' }, { ...status('a'), parents: ['http://p\u2028x'] }]) {
       expect(parseEdgeStatus(bad)).toBeTypeOf('string');
     }
+  });
+});
+
+describe('reports under many ids', () => {
+  test('one origin keeps at most MAX_REPORTED_EDGES ids an hour; known ids stay, and room returns after the hour', async () => {
+    for (let i = 0; i < MAX_REPORTED_EDGES; i++) await fleet.record(status(`e${i}`));
+    await fleet.record(status('intruder'));
+    expect(reports.has('intruder')).toBe(false);
+    await fleet.record(status('e7', { requests: 9 }));
+    expect(JSON.parse(reports.get('e7')!.report).requests).toBe(9);
+    await clock.advance(FORGET_AFTER_MS + 1);
+    await fleet.record(status('late'));
+    expect(reports.has('late')).toBe(true);
   });
 });

@@ -51,6 +51,18 @@ describe('COFFER_EDGE_NAME', () => {
     expect(loadConfig({ COFFER_EDGE_NAME: 'x'.repeat(MAX_EDGE_NAME) }).edgeName).toHaveLength(MAX_EDGE_NAME);
     expect(edgeName(undefined, 'h'.repeat(300))).toBe('h'.repeat(MAX_EDGE_NAME));
     expect(edgeName('  ', '')).toBe('edge');
+    // C1 controls and text-direction overrides, which the origin refuses in reports too.
+    expect(() => loadConfig({ COFFER_EDGE_NAME: 'eu\u009b31m' })).toThrow(/printable/);
+    expect(() => loadConfig({ COFFER_EDGE_NAME: 'eu\u202ewest' })).toThrow(/printable/);
+  });
+
+  it('never repeats credentials written into a parent address', () => {
+    expect(() => edgeParents('http://user:s3cret@10.0.1.5:8081')).toThrow(ConfigError);
+    try {
+      edgeParents('http://user:s3cret@10.0.1.5:8081');
+    } catch (err) {
+      expect((err as Error).message).not.toContain('s3cret');
+    }
   });
 });
 

@@ -66,6 +66,7 @@ export const s3Errors = {
     new S3Error(400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size: every part but the last must be at least 5 MiB.', { PartNumber: partNumber, MinSizeAllowed: 5 * 1024 * 1024 }),
   entityTooLarge: (max: number) => new S3Error(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed object size.', { MaxSizeAllowed: max }),
   invalidRange: (size: number) => new S3Error(416, 'InvalidRange', 'The requested range is not satisfiable.', { ActualObjectSize: size }),
+  invalidPartNumber: () => new S3Error(416, 'InvalidPartNumber', 'The requested partnumber is not satisfiable'),
   preconditionFailed: (condition: string) => new S3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold.', { Condition: condition }),
   conditionalRequestConflict: () =>
     new S3Error(409, 'ConditionalRequestConflict', 'A conflicting operation occurred. If using PutObject you can retry the request. If using multipart upload you should initiate another CreateMultipartUpload request and re-upload each part.'),

@@ -21,6 +21,8 @@ export interface StoredMeta {
   /** x-amz-meta-* by lower-case name (without the prefix). */
   user: Record<string, string>;
   headers: Partial<Record<(typeof KEPT_HEADERS)[number], string>>;
+  /** The whole object's x-amz-checksum-* the client sent and the bytes matched (a single PUT). */
+  checksum?: { header: string; value: string };
 }
 
 /**
@@ -58,11 +60,31 @@ export function metaOf(headers: Map<string, string>): string | null {
   return Object.keys(meta.user).length === 0 && Object.keys(meta.headers).length === 0 ? null : JSON.stringify(meta);
 }
 
+/** The kept metadata with the object's verified checksum added, once the body was read. */
+export function withChecksum(meta: string | null, checksum: { header: string; value: string } | null): string | null {
+  if (!checksum) return meta;
+  return JSON.stringify({ ...parseMeta(meta), checksum });
+}
+
+/** S3's XML element for each checksum header (GetObjectAttributes). */
+const CHECKSUM_ELEMENTS: Record<string, string> = {
+  'x-amz-checksum-crc32': 'ChecksumCRC32', 'x-amz-checksum-crc32c': 'ChecksumCRC32C', 'x-amz-checksum-crc64nvme': 'ChecksumCRC64NVME',
+  'x-amz-checksum-sha1': 'ChecksumSHA1', 'x-amz-checksum-sha256': 'ChecksumSHA256',
+};
+
+/** The checksum kept with an object, with its header and XML element names; null when none was given. */
+export function storedChecksum(file: StoredFile): { header: string; element: string; value: string } | null {
+  const checksum = parseMeta(file.s3_meta).checksum;
+  const element = checksum ? CHECKSUM_ELEMENTS[checksum.header] : undefined;
+  return checksum && element ? { header: checksum.header, element, value: checksum.value } : null;
+}
+
 export function parseMeta(text: string | null | undefined): StoredMeta {
   if (!text) return { user: {}, headers: {} };
   try {
     const parsed = JSON.parse(text) as StoredMeta;
-    return { user: parsed.user ?? {}, headers: parsed.headers ?? {} };
+    const checksum = parsed.checksum && typeof parsed.checksum.header === 'string' && typeof parsed.checksum.value === 'string' ? parsed.checksum : undefined;
+    return { user: parsed.user ?? {}, headers: parsed.headers ?? {}, ...(checksum ? { checksum } : {}) };
   } catch {
     return { user: {}, headers: {} };
   }

@@ -8,10 +8,11 @@ import { createHash } from 'node:crypto';
 import type { StoredFile } from '../core/ports.js';
 import type { Located } from '../service/paths.js';
 import { writeCondition } from './conditional-writes.js';
+import { partNumberOf, partRange, partsOf } from './object-parts.js';
 import { s3Errors } from './errors.js';
 import { parseKey, requireBucket, type BucketAt, type KeyPath } from './mapping.js';
 import { etagOf, isoTime, noBody, quoted, xmlAnswer, type S3Answer, type S3Handler, type S3Request } from './context.js';
-import { checkConditions, contentTypeOf, metaOf, objectHeaders, rangeOf, responseOverrides, showSafely, visibilityOf } from './object-headers.js';
+import { checkConditions, contentTypeOf, metaOf, storedChecksum, withChecksum, objectHeaders, rangeOf, responseOverrides, showSafely, visibilityOf } from './object-headers.js';
 import { childOf, childrenOf, type XmlFields } from './xml.js';
 import { DELETE_BODY, readXmlBody } from './xml-bodies.js';
 import { lenientDecode } from './sigv4.js';
@@ -60,9 +61,10 @@ export const putObject: S3Handler = async (r) => {
     await noBody(r);
     return { headers: { etag: quoted(EMPTY_MD5) } };
   }
+  const meta = metaOf(r.headers);
   await r.service.objects.put(r.caller, {
-    at, name: path.name, contentType: contentTypeOf(r.headers, path.name), visibility: visibilityOf(r.headers), meta: metaOf(r.headers),
-    size: payload.length, body: payload, etag: () => payload.md5Hex, ...(condition ? { condition } : {}),
+    at, name: path.name, contentType: contentTypeOf(r.headers, path.name), visibility: visibilityOf(r.headers), meta,
+    size: payload.length, body: payload, etag: () => payload.md5Hex, finalMeta: () => withChecksum(meta, payload.verifiedChecksum), ...(condition ? { condition } : {}),
   });
   const headers: Record<string, string> = { etag: quoted(payload.md5Hex) };
   const checksum = payload.verifiedChecksum;
@@ -73,6 +75,7 @@ export const putObject: S3Handler = async (r) => {
 async function answerObject(r: S3Request, withBody: boolean): Promise<S3Answer> {
   if (withBody) await noBody(r);
   const versioned = checkVersionId(r);
+  const partNumber = partNumberOf(r);
   const file = await requireObject(r, r.bucket!, r.key!);
   const headers = objectHeaders(file);
   if (versioned) headers['x-amz-version-id'] = NULL_VERSION;
@@ -81,10 +84,18 @@ async function answerObject(r: S3Request, withBody: boolean): Promise<S3Answer> 
   }
   Object.assign(headers, responseOverrides(r));
   showSafely(headers, file.name);
-  const range = rangeOf(r.headers.get('range'), file.size);
+  let range = rangeOf(r.headers.get('range'), file.size);
+  if (partNumber !== null) {
+    const part = partRange(await partsOf(r, file), partNumber, file.size);
+    range = part.range;
+    if (part.count !== null) headers['x-amz-mp-parts-count'] = String(part.count);
+  }
   const length = range ? range.end - range.start + 1 : file.size;
   headers['content-length'] = String(length);
   if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${file.size}`;
+  // With checksum mode, the whole object's checksum, where one was kept (S3 sends none for a part or a range).
+  const checksum = r.headers.get('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED' && !range ? storedChecksum(file) : null;
+  if (checksum) headers[checksum.header] = checksum.value;
   const status = range ? 206 : 200;
   if (!withBody || length === 0) return { status, headers };
   return { status, headers, body: await r.service.objects.read(r.caller, file, range ?? undefined) };

@@ -8,11 +8,12 @@ import { bucketLocation, bucketVersioning, createBucket, deleteBucket, headBucke
 import { copyObject, deleteObject, deleteObjects, getObject, headObject, putObject } from './objects.js';
 import { listObjectsV1, listObjectsV2 } from './list.js';
 import { listObjectVersions } from './versions.js';
+import { getObjectAttributes } from './object-attributes.js';
 import { abortMultipart, completeMultipart, createMultipart, listMultipartUploads, listParts, uploadPart, uploadPartCopy } from './multipart.js';
 
 /** Sub-resources of S3 this service does not have (ACLs, tags, policies…). */
 const UNSUPPORTED = [
-  'accelerate', 'acl', 'analytics', 'attributes', 'cors', 'encryption', 'intelligent-tiering', 'inventory', 'legal-hold', 'lifecycle', 'logging',
+  'accelerate', 'acl', 'analytics', 'cors', 'encryption', 'intelligent-tiering', 'inventory', 'legal-hold', 'lifecycle', 'logging',
   'metrics', 'notification', 'object-lock', 'ownershipControls', 'policy', 'policyStatus', 'publicAccessBlock', 'replication', 'requestPayment',
   'restore', 'retention', 'select', 'tagging', 'torrent', 'website',
 ];
@@ -21,12 +22,12 @@ const UNSUPPORTED = [
 export const S3_OPERATIONS: Readonly<Record<string, S3Handler>> = {
   listBuckets, createBucket, deleteBucket, headBucket, bucketLocation, bucketVersioning, listMultipartUploads, listObjectsV1, listObjectsV2,
   deleteObjects, putObject, copyObject, uploadPart, uploadPartCopy, getObject, listParts, headObject, deleteObject, abortMultipart,
-  createMultipart, completeMultipart, listObjectVersions,
+  createMultipart, completeMultipart, listObjectVersions, getObjectAttributes,
 };
 
 export function operationOf(r: S3Request): S3Handler {
   const q = r.query;
-  const unsupported = UNSUPPORTED.find((name) => q.has(name));
+  const unsupported = UNSUPPORTED.find((name) => q.has(name)) ?? (q.has('attributes') && (r.key === null || r.method !== 'GET') ? 'attributes' : undefined);
   if (unsupported) throw s3Errors.notImplemented(`the "${unsupported}" sub-resource`);
   const m = r.method;
   if (r.bucket === null) {
@@ -60,6 +61,7 @@ export function operationOf(r: S3Request): S3Handler {
       if (q.has('uploadId') || q.has('partNumber')) return copy ? uploadPartCopy : uploadPart;
       return copy ? copyObject : putObject;
     case 'GET':
+      if (q.has('attributes')) return getObjectAttributes;
       return q.has('uploadId') ? listParts : getObject;
     case 'HEAD':
       return headObject;

@@ -31,6 +31,8 @@ export interface ObjectWrite {
   body: AsyncIterable<Buffer>;
   /** The S3 ETag, asked once the body was read to its end; throwing refuses the object. */
   etag(): string;
+  /** The metadata to keep once the body was read to its end (with what its reading verified); `meta` when absent. */
+  finalMeta?(): string | null;
   /** S3's If-None-Match / If-Match on the object it replaces (s3-conditions.ts). */
   condition?: WriteCondition;
 }
@@ -87,7 +89,7 @@ export class Objects {
         if (!outcome.kept) throw errors.unavailable('The object could not be stored; send it again.');
       }
       await body.end();
-      const policy = { ...ALL_PARTS, extra: { s3_etag: w.etag() } };
+      const policy = { ...ALL_PARTS, extra: { s3_etag: w.etag(), ...(w.finalMeta ? { s3_meta: w.finalMeta() } : {}) } };
       const condition = w.condition;
       if (condition) await oneWriterOfKey(this.c, folderId, w.name, () => this.engine.complete(upload.id, conditional(this.c, policy, condition, { atCommit: false })));
       else await this.engine.complete(upload.id, policy);

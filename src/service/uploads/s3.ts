@@ -161,6 +161,16 @@ export class Multipart {
     }
   }
 
+  /**
+   * The parts a ready multipart object was joined from (number, size, MD5), in order; empty
+   * for an object stored whole, or completed before parts were kept with their object.
+   */
+  async objectParts(caller: Caller, file: StoredFile): Promise<StoredPart[]> {
+    authorize(caller, 'file.read');
+    if (file.status !== 'ready' || !file.s3_etag?.includes('-')) return [];
+    return this.c.meta.read.listParts(file.id);
+  }
+
   async abort(caller: Caller, u: UploadKey): Promise<void> {
     authorize(caller, 'upload');
     await this.engine.abort(async (tx) => (await this.requireUpload(tx, caller, u, 'update')).file);

@@ -5,7 +5,7 @@
  */
 import {
   AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CopyObjectCommand, CreateBucketCommand, CreateMultipartUploadCommand,
-  DeleteBucketCommand, DeleteObjectCommand, DeleteObjectsCommand, GetBucketLocationCommand, GetBucketVersioningCommand, GetObjectCommand,
+  DeleteBucketCommand, DeleteObjectCommand, DeleteObjectsCommand, GetBucketLocationCommand, GetBucketVersioningCommand, GetObjectAttributesCommand, GetObjectCommand,
   HeadBucketCommand, HeadObjectCommand, ListBucketsCommand, ListMultipartUploadsCommand, ListObjectsCommand, ListObjectsV2Command, ListObjectVersionsCommand,
   ListPartsCommand, PutObjectCommand, S3Client, UploadPartCommand, UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
@@ -125,6 +125,10 @@ export function s3Operations(world: () => S3World): Operation[] {
     op('headObject', 'read files', 'place', async (ctx, w, p) => {
       const o = await object(ctx, w, p);
       return { send: (c) => c.send(new HeadObjectCommand(o)), plain: plain('HEAD', `/${o.Bucket}/${o.Key}`) };
+    }),
+    op('getObjectAttributes', 'read files', 'place', async (ctx, w, p) => {
+      const o = await object(ctx, w, p);
+      return { send: (c) => c.send(new GetObjectAttributesCommand({ ...o, ObjectAttributes: ['ETag', 'ObjectSize'] })), plain: plain('GET', `/${o.Bucket}/${o.Key}?attributes`) };
     }),
     op('deleteObject', 'change files', 'place', async (ctx, w, p) => {
       const o = await object(ctx, w, p);

@@ -6,6 +6,7 @@ import { createReadStream } from 'node:fs';
 import { open, rm, type FileHandle } from 'node:fs/promises';
 import type { Hash } from 'node:crypto';
 import type { PartWriter } from '../../core/ports.js';
+import type { PartHash } from './part-hash.js';
 
 /** Feeds a file's bytes to `hash`; answers its size. */
 export async function hashFile(hash: Hash, path: string): Promise<number> {
@@ -32,13 +33,21 @@ export class FsPartWriter implements PartWriter {
   /** Set once the file was renamed into an upload: nothing left to discard. */
   committed = false;
   /** The upload's hash the bytes pass through (pass-hash.ts), and whom to tell when the part is given up. */
-  hash: Hash | null = null;
+  hash: PartHash | null = null;
   onRelease: (() => void) | null = null;
 
   constructor(readonly path: string, private handle: FileHandle) {}
 
+  /** Feeds the upload's hash; a state that can no longer be known gives it up (read back at completion). */
+  private feed(chunk: Buffer): void {
+    if (this.hash && !this.hash.update(chunk)) {
+      this.hash = null;
+      this.onRelease?.();
+    }
+  }
+
   async write(chunk: Buffer): Promise<void> {
-    this.hash?.update(chunk);
+    this.feed(chunk);
     // Written at once: the caller reuses its buffer after this resolves.
     let offset = 0;
     while (offset < chunk.length) {
@@ -50,7 +59,7 @@ export class FsPartWriter implements PartWriter {
 
   async writev(chunks: readonly Buffer[]): Promise<void> {
     let pending = chunks.filter((c) => c.length > 0);
-    for (const chunk of pending) this.hash?.update(chunk);
+    for (const chunk of pending) this.feed(chunk);
     while (pending.length > 0) {
       let { bytesWritten } = await this.handle.writev(pending);
       this.bytesWritten += bytesWritten;

@@ -213,14 +213,20 @@ export const copyObject: S3Handler = async (r) => {
   const replace = r.headers.get('x-amz-metadata-directive') === 'REPLACE';
   const named = copySource(r);
   if (!replace && named.bucket === r.bucket && named.key === r.key) throw s3Errors.invalidRequest(SELF_COPY);
-  const copied = withMd5(await r.service.objects.read(r.caller, source));
+  const condition = writeCondition(r);
+  const stream = await r.service.objects.read(r.caller, source);
+  const copied = withMd5(stream);
   const acl = r.headers.get('x-amz-acl');
   const file = await r.service.objects.put(r.caller, {
     at, name: path.name,
     contentType: replace ? contentTypeOf(r.headers, path.name) : source.content_type,
     visibility: acl !== undefined ? visibilityOf(r.headers) : 'Public',
     meta: replace ? metaOf(r.headers) : (source.s3_meta ?? null),
-    size: source.size, body: copied.body, etag: copied.md5,
+    size: source.size, body: copied.body, etag: copied.md5, ...(condition ? { condition } : {}),
+  }).catch((err: unknown) => {
+    // Refused before it was read to its end (a write condition, for one): let go of the source.
+    (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+    throw err;
   });
   return xmlAnswer('CopyObjectResult', [['LastModified', isoTime(file.completed_at ?? file.updated_at)], ['ETag', quoted(etagOf(file))]]);
 };

@@ -5,7 +5,8 @@
  * the condition (404 NoSuchKey for If-Match where there is no object), and If-None-Match with
  * an ETag is 501 NotImplemented. Racing conditional writes of one key have exactly one winner,
  * whose bytes the object holds. A Complete refused before its parts were joined leaves the
- * upload open. Run on both storage configurations.
+ * upload open. CopyObject takes the same conditions on its destination. Run on both storage
+ * configurations.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -14,7 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
-  CompleteMultipartUploadCommand, CreateBucketCommand, CreateMultipartUploadCommand, GetObjectCommand, ListMultipartUploadsCommand, PutObjectCommand,
+  CompleteMultipartUploadCommand, CopyObjectCommand, CreateBucketCommand, CreateMultipartUploadCommand, GetObjectCommand, ListMultipartUploadsCommand, PutObjectCommand,
   UploadPartCommand, type S3Client,
 } from '@aws-sdk/client-s3';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
@@ -97,6 +98,20 @@ describe('conditional PutObject', () => {
     const winner = bodies[seen.indexOf('ok')]!;
     expect((await read(Bucket, 'race.bin')).equals(winner)).toBe(true);
   });
+});
+
+test('CopyObject onto its destination with If-None-Match: * or If-Match, as PutObject', async () => {
+  const Bucket = await newBucket();
+  await s3.send(new PutObjectCommand({ Bucket, Key: 'src', Body: 'source' }));
+  await s3.send(new PutObjectCommand({ Bucket, Key: 'dst', Body: 'there' }));
+  const copy = (input: { IfNoneMatch?: string; IfMatch?: string }, Key = 'dst') => s3.send(new CopyObjectCommand({ Bucket, Key, CopySource: `${Bucket}/src`, ...input }));
+  await expectS3Error(copy({ IfNoneMatch: '*' }), 412, 'PreconditionFailed');
+  await expectS3Error(copy({ IfMatch: `"${md5(Buffer.from('other'))}"` }), 412, 'PreconditionFailed');
+  expect((await read(Bucket, 'dst')).toString()).toBe('there');
+  await copy({ IfMatch: `"${md5(Buffer.from('there'))}"` });
+  expect((await read(Bucket, 'dst')).toString()).toBe('source');
+  await copy({ IfNoneMatch: '*' }, 'new');
+  expect((await read(Bucket, 'new')).toString()).toBe('source');
 });
 
 describe('conditional CompleteMultipartUpload', () => {

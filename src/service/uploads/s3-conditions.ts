@@ -8,6 +8,7 @@
  * against the first's object.
  */
 import { KeyedQueue } from '../../core/coalesce.js';
+import { errors } from '../../core/errors.js';
 import type { MetadataTx, StoredFile } from '../../core/ports.js';
 import type { ServiceContext } from '../context.js';
 import type { PartsPolicy } from './join.js';
@@ -54,7 +55,7 @@ export async function oneWriterOfKey<T>(c: ServiceContext, folderId: string | nu
     for (let pause = 5; ; pause = Math.min(pause * 2, 200)) {
       const tried = await c.meta.tryExclusive(lock, fn);
       if (tried.ran) return tried.value;
-      if (Date.now() > until) throw new Error(`a conditional write of ${lock} waited too long for another`);
+      if (Date.now() > until) throw errors.unavailable('Another conditional write of this key is taking long; try again.');
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   });

@@ -8,16 +8,41 @@
  *   interface allows them) S3 sees the newest, and a PUT or a DELETE acts on all of them.
  * Every segment must be a Coffer name as it is (no white space around it, no control
  * character, not "." or "..", at most 255 bytes); a key is at most 1024 bytes, as in S3.
+ * Keys a folder tree cannot hold as they are (an empty segment, a lone space, bytes under a
+ * key ending in "/") are refused rather than stored under an escaped name: the Playground,
+ * the programmatic interface and the edges show a file by the name S3 gave it (docs/s3.md,
+ * "Names a folder tree cannot hold"). A key whose percent-encoded bytes are not UTF-8 is
+ * InvalidURI, as S3 answers it.
  */
 import { validateName } from '../core/names.js';
 import type { Caller } from '../core/access.js';
 import type { CofferService } from '../service/service.js';
 import type { Sight } from '../service/access.js';
 import type { Located } from '../service/paths.js';
-import { s3Errors } from './errors.js';
+import { S3Error, s3Errors } from './errors.js';
 import { lenientDecode } from './sigv4.js';
 
 const MAX_KEY_BYTES = 1024;
+/** Stands for percent-encoded bytes that are not UTF-8: a lone surrogate, which no UTF-8 decodes to. */
+const NOT_UTF8 = '\uDFFF';
+
+/** S3's answer to a key that is not UTF-8 once decoded. */
+const invalidUri = (): S3Error => new S3Error(400, 'InvalidURI', "Couldn't parse the specified URI.");
+
+/** A key as sent, decoded; bytes that are not UTF-8 become NOT_UTF8 (parseKey refuses it), a malformed escape stays as it is. */
+function decodeKey(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+      try {
+        return decodeURIComponent(run);
+      } catch {
+        return NOT_UTF8;
+      }
+    });
+  }
+}
 
 /** The bucket and key a path-style request names. */
 export function bucketAndKey(path: string): { bucket: string | null; key: string | null } {
@@ -26,7 +51,7 @@ export function bucketAndKey(path: string): { bucket: string | null; key: string
   if (bucket === null) return { bucket: null, key: null };
   const raw = rest.join('/');
   // "/bucket" and "/bucket/" both name the bucket.
-  return { bucket, key: raw === '' ? null : lenientDecode(raw) };
+  return { bucket, key: raw === '' ? null : decodeKey(raw) };
 }
 
 /** A key as folder names and a file name; `name` is null for a key ending in "/". */
@@ -48,6 +73,7 @@ function validSegment(key: string, segment: string): string {
 }
 
 export function parseKey(key: string): KeyPath {
+  if (key.includes(NOT_UTF8)) throw invalidUri();
   if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) throw s3Errors.keyTooLong();
   const segments = key.split('/');
   const last = segments.pop()!;
@@ -58,9 +84,17 @@ export function parseKey(key: string): KeyPath {
   return { key, folders: segments, name: last === '' ? null : validSegment(key, last) };
 }
 
-/** S3's rules for a new bucket's name: 3–63 lower-case letters, digits, dots and hyphens. */
+/**
+ * S3's rules for a new bucket's name (general purpose buckets): 3–63 lower-case letters, digits,
+ * dots and hyphens, starting and ending with a letter or digit; no "..", ".-" or "-."; not an
+ * IPv4 address; none of the prefixes and suffixes S3 keeps for itself.
+ */
 export function checkNewBucketName(name: string): void {
-  const ok = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name) && !name.includes('..') && !/^\d+\.\d+\.\d+\.\d+$/.test(name);
+  const ok = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name)
+    && !/\.\.|\.-|-\./.test(name)
+    && !/^\d+\.\d+\.\d+\.\d+$/.test(name)
+    && !/^(xn--|sthree-|amzn-s3-demo-)/.test(name)
+    && !/(-s3alias|--ol-s3|\.mrap|--x-s3|--table-s3)$/.test(name);
   if (!ok) throw s3Errors.invalidBucketName(name);
 }
 

@@ -32,6 +32,15 @@ interface Line {
   cpu: number[];
 }
 
+/** Waits until the origin is idle (under 20 ms of CPU in 300 ms; at most 15 s): the last line's edge prewarm is not counted in the next. */
+async function settled(cpuMs: () => number | null): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    const before = cpuMs() ?? 0;
+    await new Promise((r) => setTimeout(r, 300));
+    if ((cpuMs() ?? 0) - before < 20) return;
+  }
+}
+
 const MODE_NAMES: Record<PayloadMode, string> = { signed: "signed payload", unsigned: "UNSIGNED-PAYLOAD", streaming: "streaming signed" };
 
 export async function cpuLines(c: CpuRun): Promise<string[][]> {
@@ -46,6 +55,7 @@ export async function cpuLines(c: CpuRun): Promise<string[][]> {
     for (let round = 1; round <= c.rounds; round++) {
       const shift = (round - 1) % lines.length;
       for (const line of [...lines.slice(shift), ...lines.slice(0, shift)]) {
+        await settled(() => c.originCpuMs());
         const before = c.originCpuMs() ?? 0;
         await line.run(round);
         const seconds = ((c.originCpuMs() ?? 0) - before) / 1000;

@@ -87,6 +87,12 @@ export function edgeMetrics(deps: {
     name: 'coffer_edge_cache_evictions_total', help: 'Copies evicted to make room.', registers: [m.registry],
     collect() { this.reset(); this.inc(deps.cache.evictions); },
   });
+  // Tiers (sources.ts, tier-route.ts): where this edge's fills came from, and those it served to child edges.
+  new Counter({ name: 'coffer_edge_fills_total', help: 'Fills kept, by where their bytes came from (a parent edge or the origin).', labelNames: ['source'], registers: [m.registry], collect() {
+    this.reset(); this.inc({ source: 'parent' }, deps.cache.counts.parent); this.inc({ source: 'origin' }, deps.cache.counts.origin);
+  } });
+  new Counter({ name: 'coffer_edge_fill_failovers_total', help: 'Fill sources given up on for the next (a parent failed, was stale or silent).', registers: [m.registry], collect() { this.reset(); this.inc(deps.cache.counts.failovers); } });
+  new Counter({ name: 'coffer_edge_fills_served_to_children_total', help: 'Fills this edge answered to its child edges.', registers: [m.registry], collect() { this.reset(); this.inc(deps.cache.counts.servedToChildren); } });
   new Gauge({ name: 'coffer_edge_feed_lag_events', help: 'Events the origin has announced that this edge has not applied yet.', registers: [m.registry], collect() {
     this.set(Math.max(0, deps.follower.announcedHead - deps.state.seq));
   } });

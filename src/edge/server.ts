@@ -242,15 +242,18 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     const f = judged.file;
     entry.sha256 = f.sha256;
     const headers = answerHeaders.base(f, judged.decision.signed, judged.decision.download);
-    const etag = `"${f.sha256}"`;
-    if (notModified(req.headers['if-none-match'], req.headers['if-modified-since'], etag, f.completed_at)) {
-      res.writeHead(304, ['ETag', etag, 'Last-Modified', new Date(f.completed_at).toUTCString(), 'Cache-Control', judged.decision.signed ? 'private, no-store' : publicCache]);
+    const asked = req.headers;
+    const ifNoneMatch = asked['if-none-match'];
+    const ifModifiedSince = asked['if-modified-since'];
+    // Most requests are not conditional: the ETag's text is made only for those that are.
+    if ((ifNoneMatch !== undefined || ifModifiedSince !== undefined) && notModified(ifNoneMatch, ifModifiedSince, `"${f.sha256}"`, f.completed_at)) {
+      res.writeHead(304, ['ETag', `"${f.sha256}"`, 'Last-Modified', new Date(f.completed_at).toUTCString(), 'Cache-Control', judged.decision.signed ? 'private, no-store' : publicCache]);
       res.end();
       return null;
     }
-    let range = parseRange(req.headers.range, f.size);
-    const ifRange = req.headers['if-range'] as string | undefined;
-    if (range !== null && ifRange !== undefined && ifRange.trim() !== etag) range = null;
+    let range = parseRange(asked.range, f.size);
+    const ifRange = asked['if-range'] as string | undefined;
+    if (range !== null && ifRange !== undefined && ifRange.trim() !== `"${f.sha256}"`) range = null;
     if (range === 'unsatisfiable') {
       sendError(res, 'range_not_satisfiable', 'The requested range lies outside the file.', ['Content-Range', `bytes */${f.size}`]);
       return null;
@@ -296,7 +299,8 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     stillWanted: (f) => !follower.serving() || isCurrent(f),
   });
 
-  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  /** Answers a request: a cache hit under a lease before it returns, with no promise made; anything that waits returns its promise. */
+  function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> | void {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       sendError(res, 'method_not_allowed', 'Only GET and HEAD are answered here.', ['Allow', 'GET, HEAD']);
       return;
@@ -323,8 +327,14 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     const variant = target.query === '' ? null : readVariantOf(target.query);
     // Under a lease a hit is answered without a single wait.
     const first = judge(entry);
-    if (variant) return serveVariant(req, res, entry, first instanceof Promise ? await first : first, variant);
-    let miss = respond(req, res, entry, first instanceof Promise ? await first : first);
+    if (variant) return first instanceof Promise ? first.then((j) => serveVariant(req, res, entry, j, variant)) : serveVariant(req, res, entry, first, variant);
+    if (first instanceof Promise) return first.then((j) => fillMisses(req, res, entry, respond(req, res, entry, j)));
+    const miss = respond(req, res, entry, first);
+    return miss ? fillMisses(req, res, entry, miss) : undefined;
+  }
+
+  /** Fetches what respond() could not answer, deciding again each time the file changed meanwhile. */
+  async function fillMisses(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, miss: Miss | null): Promise<void> {
     for (let attempt = 0; miss; attempt++) {
       if ((await fill(req, res, entry, miss)) === 'done') return;
       if (attempt + 1 === ATTEMPTS) {
@@ -335,13 +345,22 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     }
   }
 
+  function failed(res: http.ServerResponse, err: unknown): void {
+    log.error({ err }, 'delivery failed');
+    if (!res.headersSent) sendError(res, 'bad_gateway', 'The file could not be fetched from the origin; try again.');
+    else res.destroy();
+  }
+
   const server = await listenEdge(config, (req, res) => {
     metrics.observe(req, res, routeOf(req.url));
-    handle(req, res).catch((err) => {
-      log.error({ err }, 'delivery failed');
-      if (!res.headersSent) sendError(res, 'bad_gateway', 'The file could not be fetched from the origin; try again.');
-      else res.destroy();
-    });
+    let pending: Promise<void> | void;
+    try {
+      pending = handle(req, res);
+    } catch (err) {
+      failed(res, err);
+      return;
+    }
+    if (pending) pending.catch((err: unknown) => failed(res, err));
   }, log);
   // Listening keeps the process up after one, so it must be heard: logged and counted.
   const unwatch = watchUnhandledRejections((reason) => {

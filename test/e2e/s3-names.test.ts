@@ -8,7 +8,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -192,5 +192,19 @@ describe('keys a folder tree cannot hold', () => {
     expect(put.stderr).toContain('InvalidArgument');
     const ls = await c.run(AWS, ['--endpoint-url', o.origin.s3Url, 's3api', 'list-objects-v2', '--bucket', b]);
     expect([ls.code, ls.stdout.includes('docs/')]).toEqual([0, false]);
+  });
+
+  test('aws s3 sync of a directory holding a name with white space at its end: that file fails, the others go up', async () => {
+    const b = await newBucket();
+    const dir = join(home, `sync-${b}`);
+    await mkdir(join(dir, 'sub'), { recursive: true });
+    await writeFile(join(dir, 'ok.txt'), 'ok');
+    await writeFile(join(dir, 'sub', 'fine.txt'), 'fine');
+    await writeFile(join(dir, 'trailing '), 'space');
+    const sync = await c.run(AWS, ['--endpoint-url', o.origin.s3Url, 's3', 'sync', dir, `s3://${b}/`]);
+    expect(sync.code).not.toBe(0);
+    expect(sync.stderr).toContain('InvalidArgument');
+    const ls = await c.ok(AWS, ['--endpoint-url', o.origin.s3Url, 's3api', 'list-objects-v2', '--bucket', b, '--query', 'Contents[].Key', '--output', 'json']);
+    expect(JSON.parse(ls)).toEqual(['ok.txt', 'sub/fine.txt']);
   });
 });

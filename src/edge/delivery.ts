@@ -11,6 +11,9 @@ export type Decision =
   | { kind: 'error'; status: number; code: ErrorCode; message: string }
   | { kind: 'serve'; signed: boolean; download: boolean };
 
+/** A request's decision as an edge holds it: bytes may be served (of this file), a refusal, or no word from the origin. */
+export type Judgement = { file: EdgeFile; decision: Extract<Decision, { kind: 'serve' }> } | { error: Extract<Decision, { kind: 'error' }> } | 'unavailable';
+
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Splits a request target; refuses the path tricks an id never contains. */

@@ -17,7 +17,8 @@ import { EdgeCache, defaultCapacity, type CachedBytes } from './cache.js';
 import { fillSources } from './sources.js';
 import { tierRoute } from './tier-route.js';
 import { StatusReport } from './status.js';
-import { LinkChecker, decide, notModified, originForm, parseRange, parseTarget, type ByteRange, type Decision } from './delivery.js';
+import { LinkChecker, decide, notModified, originForm, parseRange, parseTarget, type ByteRange, type Judgement } from './delivery.js';
+import { passThroughFromOrigin } from './pass-through.js';
 import { FeedFollower } from './follower.js';
 import { originClient } from './origin-client.js';
 import { EdgeState, type EdgeFile, type EdgeFolder } from './state.js';
@@ -29,7 +30,7 @@ import { VariantMaker } from './variants/maker.js';
 import { variantReader, variantResponder } from './variants/serve.js';
 import { variantOptions } from './variants/options.js';
 import { InFlightResponses, type InFlight } from './in-flight.js';
-import { relay, streamFile } from './send.js';
+import { streamFile } from './send.js';
 import { Prefetcher } from './prefetch.js';
 import { AnswerHeaders, sendError } from './answer-headers.js';
 import { saveSeqEvery } from './state-file.js';
@@ -79,13 +80,7 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
   await mkdir(dir, { recursive: true });
   const log = pino({ level: config.logLevel, base: { role: 'edge' } }, opts.logStream ?? pino.destination(1));
   const capacity = config.edgeCacheBytes ?? (await defaultCapacity(dir));
-  const agent = originConn.agent({ keepAlive: true, maxSockets: 16 });
   const recheckAgent = originConn.agent({ keepAlive: true, maxSockets: 64 });
-  const fetchBlob = (id: string) => new Promise<http.IncomingMessage>((resolve, reject) => {
-    const req = originConn.get(`/_edge/blob/${id}`, { agent, headers: { authorization: `Bearer ${token}` }, timeout: 30_000 }, resolve);
-    req.on('timeout', () => req.destroy(new Error('the origin did not send the bytes in time')));
-    req.on('error', reject);
-  });
   // Fills come from the parents in order, then the origin (sources.ts); pass-through stays on the origin.
   const parents = config.edgeParents.map((p) => originClient(p, config.originCa));
   const sources = fillSources({ origin: originConn, parents, token, edgeId: () => follower.edgeId, seq: () => state.seq });
@@ -147,8 +142,6 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     }
   }
 
-  type Judgement = { file: EdgeFile; decision: Extract<Decision, { kind: 'serve' }> } | { error: Extract<Decision, { kind: 'error' }> } | 'unavailable';
-
   function judgement(file: EdgeFile | undefined, visibility: Visibility | undefined, e: InFlight): Judgement {
     const decision = decide(file, visibility, e.path, e.query, links, e.nowSeconds);
     return decision.kind === 'error' ? { error: decision } : { file: file!, decision };
@@ -198,33 +191,6 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
       return;
     }
     streamFile(bytes.path!, start, end, res, responses.track(entry)).catch(() => res.destroy());
-  }
-
-  /** Too large to cache, or no room to cache it now: the bytes go straight through from the origin. */
-  async function passThrough(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, miss: Miss): Promise<'done' | 'changed'> {
-    const { file, headers, range } = miss;
-    const upstream = await fetchBlob(file.file_id);
-    // The wait for the origin may have outlasted the file's right to be served.
-    const judged = await judge(entry);
-    if (refused(res, judged) || judged.file.sha256 !== file.sha256) {
-      upstream.destroy();
-      return res.headersSent ? 'done' : 'changed';
-    }
-    if (upstream.statusCode !== 200) {
-      upstream.resume();
-      sendError(res, 'bad_gateway', 'The origin could not send the file; try again.');
-      return 'done';
-    }
-    metrics.body(res, false, range ? range.end - range.start + 1 : file.size);
-    res.writeHead(range ? 206 : 200, [...headers, 'Content-Length', String(range ? range.end - range.start + 1 : file.size), 'X-Cache', 'MISS',
-      ...(range ? ['Content-Range', `bytes ${range.start}-${range.end}/${file.size}`] : [])]);
-    if (req.method === 'HEAD' || file.size === 0) {
-      upstream.destroy();
-      res.end();
-      return 'done';
-    }
-    relay(upstream, res, file.size, range, responses.track(entry));
-    return 'done';
   }
 
   interface Miss {
@@ -277,7 +243,7 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
       log.warn({ err, file_id: f.file_id }, 'a joined fetch failed; fetching again');
       return cache.ensure(f, stillWanted);
     });
-    if (!bytes) return passThrough(req, res, entry, miss);
+    if (!bytes) return passThrough(req, res, entry, miss, miss.headers);
     // The file may have been deleted, switched or changed while its bytes were on their way.
     const again = await judge(entry);
     if (refused(res, again)) return 'done';
@@ -286,6 +252,7 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     return 'done';
   }
 
+  const passThrough = passThroughFromOrigin({ origin: originConn, token, judge, refused, metrics: () => metrics, track: (e) => responses.track(e) });
   const status = new StatusReport({ id: follower.edgeId, name: config.edgeName, parents: parents.map((p) => p.url), startedAt: clock.now(), seq: () => state.seq, cache });
   const usage = new UsageMeter(originConn, () => ({ authorization: `Bearer ${token}` }), opts.usageIntervalMs ?? 10_000, (err) => log.warn({ err }, 'reporting usage failed'), () => status.now());
   const servePeer = tierRoute({ tokens: config.edgeTokens, follower, state, cache, onError: (err, id) => log.warn({ err, file_id: id }, 'a fill for a child edge failed') });
@@ -392,7 +359,7 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
         await usage.close();
         await accessLog?.close();
         await maker.close();
-        agent.destroy();
+        passThrough.close();
         recheckAgent.destroy();
         unwatch();
       })();

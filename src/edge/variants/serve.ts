@@ -7,7 +7,7 @@ import type http from 'node:http';
 import { parseQuery } from '../../core/signing.js';
 import { OUTPUT_TYPES, outputFormat, readVariant, sourceFormat, variantKey, variantName, type OutputFormat, type VariantParams, type VariantProblem } from '../../core/variants.js';
 import type { CachedBytes, CachedVariant, EdgeCache } from '../cache.js';
-import { REMEMBERED_QUERY_CHARS, contentDisposition, notModified, parseRange, type Decision } from '../delivery.js';
+import { REMEMBERED_QUERY_CHARS, contentDisposition, notModified, parseRange, type Decision, type Judgement } from '../delivery.js';
 import type { InFlight } from '../in-flight.js';
 import type { EdgeMetrics } from '../metrics.js';
 import { streamFile, type Gate } from '../send.js';
@@ -19,9 +19,8 @@ import { addressKey } from '../../core/listener-bounds.js';
 import type { VariantMaker } from './maker.js';
 import { VariantError } from './transform.js';
 
+
 type Serve = Extract<Decision, { kind: 'serve' }>;
-/** The judgement of the edge's server: bytes may be served, a refusal, or no word from the origin. */
-export type VariantJudgement = { file: EdgeFile; decision: Serve } | { error: Extract<Decision, { kind: 'error' }> } | 'unavailable';
 
 export interface VariantDeps {
   cache: EdgeCache;
@@ -29,9 +28,9 @@ export interface VariantDeps {
   metrics: EdgeMetrics;
   /** Cache-Control of a Public answer. */
   publicCache: string;
-  judge(e: InFlight): VariantJudgement | Promise<VariantJudgement>;
+  judge(e: InFlight): Judgement | Promise<Judgement>;
   /** Answers a refusal; true when it did. */
-  refused(res: http.ServerResponse, judged: VariantJudgement): boolean;
+  refused(res: http.ServerResponse, judged: Judgement): boolean;
   sendError(res: http.ServerResponse, code: ErrorCode, message: string, extra?: string[], details?: Record<string, unknown>): void;
   track(e: InFlight): Gate;
   /** Whether bytes of this file may still be kept (under a lease: it is still current). */
@@ -162,7 +161,7 @@ export function variantResponder(d: VariantDeps) {
   }
 
   /** Answers a variant already kept here at once, without a wait; false when it is not. */
-  function hitNow(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: VariantJudgement, asked: VariantAsked): boolean {
+  function hitNow(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: Judgement, asked: VariantAsked): boolean {
     if (judged === 'unavailable' || 'error' in judged || 'problem' in asked) return false;
     // Outside the presets the answer is the same 400 whether or not the variant is kept.
     if (!judged.decision.signed && disallowed(asked.params, d.maker.options.allowed)) return false;
@@ -177,10 +176,10 @@ export function variantResponder(d: VariantDeps) {
   }
 
   /** Answers a variant request that waits: for the source, for the transform, for the origin's word. */
-  async function make(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: VariantJudgement, asked: VariantAsked): Promise<void> {
+  async function make(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: Judgement, asked: VariantAsked): Promise<void> {
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       if (d.refused(res, judged)) return;
-      const { file, decision } = judged as Exclude<VariantJudgement, 'unavailable' | { error: unknown }>;
+      const { file, decision } = judged as Exclude<Judgement, 'unavailable' | { error: unknown }>;
       if ('problem' in asked) {
         d.sendError(res, 'invalid_variant', asked.problem.message, [], { field: asked.problem.field });
         return;
@@ -221,7 +220,7 @@ export function variantResponder(d: VariantDeps) {
       // The waits may have outlasted the file's right to be served, or its content.
       const again = await d.judge(entry);
       if (d.refused(res, again)) return;
-      const now = again as Exclude<VariantJudgement, 'unavailable' | { error: unknown }>;
+      const now = again as Exclude<Judgement, 'unavailable' | { error: unknown }>;
       if (now.file.sha256 !== file.sha256) {
         judged = again;
         continue;
@@ -237,7 +236,7 @@ export function variantResponder(d: VariantDeps) {
   }
 
   /** Answers a variant request whose first judgement is `judged`. */
-  return function serveVariant(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: VariantJudgement, asked: VariantAsked): void | Promise<void> {
+  return function serveVariant(req: http.IncomingMessage, res: http.ServerResponse, entry: InFlight, judged: Judgement, asked: VariantAsked): void | Promise<void> {
     if (hitNow(req, res, entry, judged, asked)) return;
     return make(req, res, entry, judged, asked);
   };

@@ -2,10 +2,10 @@
  * One S3 part being written: its bytes stream into an UploadPart request as they arrive, and
  * its last byte is held back until commit, so a part refused midway never exists in S3.
  */
-import type { Hash } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
 import { UploadPartCommand, type S3Client } from '@aws-sdk/client-s3';
 import { UploadGoneError, type PartWriter } from '../../core/ports.js';
+import type { PartHash } from './part-hash.js';
 import { isNoSuchUpload, unquote } from './s3-errors.js';
 
 /** What a part needs of its store. */
@@ -41,7 +41,7 @@ export class S3PartWriter implements PartWriter {
     readonly partNumber: number,
     readonly expectedSize: number,
     /** The running hash to extend, when this part is the next one in order. */
-    private hash: Hash | null,
+    private hash: PartHash | null,
   ) {
     // A 0-byte part has nothing to hold back: it is sent only at commit.
     if (expectedSize > 0) this.start(this.body);
@@ -78,7 +78,11 @@ export class S3PartWriter implements PartWriter {
       return;
     }
     if (chunk.length === 0) return;
-    this.hash?.update(chunk);
+    // A state that can no longer be known ends the running hash here (completion reads the rest back).
+    if (this.hash && !this.hash.update(chunk)) {
+      this.hash = null;
+      this.store.released(this);
+    }
     let data = chunk;
     if (this.bytesWritten === this.expectedSize) {
       this.tail = Buffer.from(chunk.subarray(chunk.length - 1));
@@ -127,7 +131,7 @@ export class S3PartWriter implements PartWriter {
   }
 
   /** The hash of the running hash's parts plus this one, once committed; null when it was not kept. */
-  takeHash(): Hash | null {
+  takeHash(): PartHash | null {
     const hash = this.hash;
     this.hash = null;
     return hash;

@@ -9,6 +9,7 @@
  * AWS_SESSION_TOKEN, AWS_PROFILE and the shared files, web identity, instance roles).
  */
 import { createHash, type Hash } from 'node:crypto';
+import { PartHash, type RelayPoint } from './part-hash.js';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { Readable } from 'node:stream';
@@ -50,6 +51,8 @@ async function* trim(source: Readable, skip: number, length: number): AsyncGener
 class RunningHash {
   /** states[k]: the hash of parts 1..k. */
   readonly states: Hash[] = [createHash('sha256')];
+  /** points[k]: the body relay's point states[k] equals, if known (part-hash.ts). */
+  readonly points: Array<RelayPoint | null> = [{ relay: null, offset: 0 }];
   readonly etags: string[] = [];
   readonly sizes: number[] = [];
   /** The part being hashed as it streams (0: none), and which writer does it. */
@@ -62,6 +65,7 @@ class RunningHash {
   truncate(partNumber: number): void {
     const keep = Math.min(this.etags.length, partNumber - 1);
     this.states.length = keep + 1;
+    this.points.length = keep + 1;
     this.etags.length = keep;
     this.sizes.length = keep;
   }
@@ -130,7 +134,7 @@ export class S3BlobStore implements BlobStore {
     if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > 10_000) throw new Error(`part number ${partNumber} is outside 1–10000`);
     if (!Number.isSafeInteger(expectedSize) || expectedSize < 0) throw new Error(`part size ${expectedSize} is not a size`);
     const run = this.runFor(uploadId);
-    let hash: Hash | null = null;
+    let hash: PartHash | null = null;
     if (run.touched.has(partNumber)) {
       // Another version of a part: the one hashed may not be the one S3 keeps.
       run.truncate(partNumber);
@@ -140,7 +144,7 @@ export class S3BlobStore implements BlobStore {
       }
     } else if (run.claimed === 0 && run.etags.length === partNumber - 1) {
       run.claimed = partNumber;
-      hash = run.states[run.states.length - 1]!.copy();
+      hash = new PartHash(run.states[run.states.length - 1]!.copy(), run.points[run.points.length - 1]!);
     }
     run.touched.add(partNumber);
     const writer = new S3PartWriter(this, key, uploadId, partNumber, expectedSize, hash);
@@ -171,12 +175,13 @@ export class S3BlobStore implements BlobStore {
       throw err;
     }
     const run = this.running.get(uploadId);
-    const hash = writer.takeHash();
+    const hash = writer.takeHash()?.finish() ?? null;
     if (run && run.claimant === writer) {
       run.claimed = 0;
       run.claimant = null;
       if (hash && run.etags.length === partNumber - 1) {
-        run.states.push(hash);
+        run.states.push(hash.hash);
+        run.points.push(hash.point);
         run.etags.push(etag);
         run.sizes.push(writer.bytesWritten);
       }

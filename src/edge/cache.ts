@@ -5,11 +5,12 @@
  * file share one fetch, from each source in turn (sources.ts: parent edges, then the origin)
  * until one delivers the whole, checked copy.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, rename, rm, stat, statfs, unlink, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, rename, rm, stat, statfs, unlink, writeFile } from 'node:fs/promises';
 import { Coalescer } from '../core/coalesce.js';
 import type { ChunkConsumer } from './blob-fetch.js';
 import { FillCounts, type FillSource } from './sources.js';
+import { copyFromSource, type Fetched } from './fill-copy.js';
 import { join } from 'node:path';
 import type { EdgeFile } from './state.js';
 
@@ -43,7 +44,6 @@ export type BlobSource = (fileId: string, onChunk: ChunkConsumer) => Promise<'ok
 export const MEMORY_FILE_LIMIT = 1 << 20;
 /** Fetches under way at once; a miss beyond them is passed through instead of cached. */
 export const MAX_FILLS = 16;
-const WRITE_BATCH = 1 << 20;
 const GIB = 1024 ** 3;
 
 /** COFFER_EDGE_CACHE_BYTES when unset: a quarter of the free space, within sensible bounds. */
@@ -58,12 +58,6 @@ export async function defaultCapacity(dir: string): Promise<number> {
 
 /** `lastAlive` of a fill from the origin: alive for as long as it lasts. */
 const FROM_ORIGIN = -1;
-
-/** A whole, checked copy waiting to be kept. */
-interface Fetched {
-  tmp: string;
-  memory?: Buffer;
-}
 
 export class EdgeCache {
   private readonly disk = new Map<string, DiskEntry>();
@@ -205,7 +199,7 @@ export class EdgeCache {
         const last = i === this.sources.length - 1;
         let got: Fetched | 'not_found';
         try {
-          got = await this.fetchFrom(source, file, via);
+          got = await this.copyFrom(source, file, via);
         } catch (err) {
           if (last) throw err;
           this.counts.failovers++;
@@ -242,63 +236,12 @@ export class EdgeCache {
     }
   }
 
-  /** One source's whole copy in a temporary file, checked against the record; removed on any failure. */
-  private async fetchFrom(source: FillSource, file: EdgeFile, via: readonly string[]): Promise<Fetched | 'not_found'> {
-    const tmp = join(this.tmpDir, randomBytes(8).toString('hex'));
-    const hash = createHash('sha256');
-    const keep = file.size <= MEMORY_FILE_LIMIT && file.size <= this.memoryCapacity;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const alive = source.kind === 'origin' ? () => {} : () => this.lastAlive.set(file.file_id, Date.now());
+  /** One source's whole copy, noting when anything last arrived from a parent (fillAlive). */
+  private copyFrom(source: FillSource, file: EdgeFile, via: readonly string[]): Promise<Fetched | 'not_found'> {
+    const keepInMemory = file.size <= MEMORY_FILE_LIMIT && file.size <= this.memoryCapacity;
     if (source.kind === 'origin') this.lastAlive.set(file.file_id, FROM_ORIGIN);
-    try {
-      // Chunks are gathered into 1 MiB writes: a few file operations per file, not one per packet.
-      const out = await open(tmp, 'wx', 0o600);
-      let found: 'ok' | 'not_found';
-      try {
-        const batch = Buffer.allocUnsafeSlow(WRITE_BATCH);
-        let used = 0;
-        const fill = async (chunk: Buffer) => {
-          for (let at = 0; at < chunk.length;) {
-            const n = chunk.copy(batch, used, at);
-            used += n;
-            at += n;
-            if (used === WRITE_BATCH) {
-              await out.write(batch, 0, used);
-              used = 0;
-            }
-          }
-        };
-        found = await source.fetch(file, (chunk) => {
-          hash.update(chunk);
-          size += chunk.length;
-          if (size > file.size) throw new Error(`the ${source.kind} sent more than ${file.size} bytes for ${file.file_id}`);
-          // The chunk may be a view of a buffer the source reuses: keep a copy.
-          if (keep) chunks.push(Buffer.from(chunk));
-          if (chunk.length < WRITE_BATCH - used) {
-            chunk.copy(batch, used);
-            used += chunk.length;
-            return undefined;
-          }
-          return fill(chunk);
-        }, alive, via);
-        if (used > 0) await out.write(batch, 0, used);
-        // Durable before it is kept: a copy that survives a crash is whole.
-        await out.sync();
-      } finally {
-        await out.close();
-      }
-      if (found === 'not_found') {
-        await rm(tmp, { force: true });
-        return 'not_found';
-      }
-      const sha = hash.digest('hex');
-      if (size !== file.size || sha !== file.sha256) throw new Error(`the bytes of ${file.file_id} did not match their record`);
-      return { tmp, ...(keep ? { memory: Buffer.concat(chunks, size) } : {}) };
-    } catch (err) {
-      await rm(tmp, { force: true });
-      throw err;
-    }
+    const alive = source.kind === 'origin' ? () => {} : () => this.lastAlive.set(file.file_id, Date.now());
+    return copyFromSource(source, file, via, { tmpDir: this.tmpDir, keepInMemory, alive });
   }
 
   private insertDisk(id: string, entry: DiskEntry): void {

@@ -40,6 +40,8 @@ export const s3Errors = {
   invalidArgument: (message: string, name?: string, value?: string) =>
     new S3Error(400, 'InvalidArgument', message, name ? { ArgumentName: name, ...(value !== undefined ? { ArgumentValue: value } : {}) } : {}),
   invalidRequest: (message: string) => new S3Error(400, 'InvalidRequest', message),
+  /** A path whose percent-encoded bytes are not UTF-8. */
+  invalidUri: () => new S3Error(400, 'InvalidURI', "Couldn't parse the specified URI."),
   contentSha256Mismatch: (given: string, computed: string) =>
     new S3Error(400, 'XAmzContentSHA256Mismatch', 'The provided \'x-amz-content-sha256\' header does not match what was computed.', {
       ClientComputedContentSHA256: given, S3ComputedContentSHA256: computed,

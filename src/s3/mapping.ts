@@ -19,15 +19,13 @@ import type { Caller } from '../core/access.js';
 import type { CofferService } from '../service/service.js';
 import type { Sight } from '../service/access.js';
 import type { Located } from '../service/paths.js';
-import { S3Error, s3Errors } from './errors.js';
+import { s3Errors } from './errors.js';
 import { lenientDecode } from './sigv4.js';
 
 const MAX_KEY_BYTES = 1024;
 /** Stands for percent-encoded bytes that are not UTF-8: a lone surrogate, which no UTF-8 decodes to. */
 const NOT_UTF8 = '\uDFFF';
 
-/** S3's answer to a key that is not UTF-8 once decoded. */
-const invalidUri = (): S3Error => new S3Error(400, 'InvalidURI', "Couldn't parse the specified URI.");
 
 /** A key as sent, decoded; bytes that are not UTF-8 become NOT_UTF8 (parseKey refuses it), a malformed escape stays as it is. */
 function decodeKey(raw: string): string {
@@ -73,7 +71,7 @@ function validSegment(key: string, segment: string): string {
 }
 
 export function parseKey(key: string): KeyPath {
-  if (key.includes(NOT_UTF8)) throw invalidUri();
+  if (key.includes(NOT_UTF8)) throw s3Errors.invalidUri();
   if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) throw s3Errors.keyTooLong();
   const segments = key.split('/');
   const last = segments.pop()!;

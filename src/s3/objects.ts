@@ -36,10 +36,15 @@ export async function requireObject(r: S3Request, bucketName: string, key: strin
   return file;
 }
 
-/** The folder a key's object goes in, made where missing; AccessDenied outside the caller's reach. */
-export async function writePlace(r: S3Request): Promise<{ bucket: BucketAt; path: KeyPath; at: Located }> {
+/**
+ * The folder a key's object goes in, made where missing; AccessDenied outside the caller's reach.
+ * `markerRefused` is the error for a key ending in "/" where the operation cannot make a folder
+ * of it: thrown before any folder is made.
+ */
+export async function writePlace(r: S3Request, markerRefused?: () => Error): Promise<{ bucket: BucketAt; path: KeyPath; at: Located }> {
   const bucket = await requireBucket(r.service, r.caller, r.bucket!);
   const path = parseKey(r.key!);
+  if (path.name === null && markerRefused) throw markerRefused();
   let at: Located;
   try {
     at = await r.service.paths.ensureFolders(r.caller, bucket.sight, bucket.at, path.folders);
@@ -53,7 +58,8 @@ export async function writePlace(r: S3Request): Promise<{ bucket: BucketAt; path
 }
 
 export const putObject: S3Handler = async (r) => {
-  const { path, at } = await writePlace(r);
+  // A directory marker holds no bytes.
+  const { path, at } = await writePlace(r, r.payload().length > 0 ? () => s3Errors.invalidRequest('A key ending in "/" is a folder in Coffer and holds no bytes.') : undefined);
   const condition = writeCondition(r);
   const payload = r.payload();
   if (path.name === null) {
@@ -208,8 +214,8 @@ const SELF_COPY = 'This copy request is illegal because it is trying to copy an 
 export const copyObject: S3Handler = async (r) => {
   await noBody(r);
   const source = await requireCopySource(r);
-  const { path, at } = await writePlace(r);
-  if (path.name === null) throw s3Errors.invalidKey(r.key!, 'a copy needs a file name, not a key ending in "/"');
+  const { path: place, at } = await writePlace(r, () => s3Errors.invalidKey(r.key!, 'a copy needs a file name, not a key ending in "/"'));
+  const path = { ...place, name: place.name! };
   const replace = r.headers.get('x-amz-metadata-directive') === 'REPLACE';
   const named = copySource(r);
   if (!replace && named.bucket === r.bucket && named.key === r.key) throw s3Errors.invalidRequest(SELF_COPY);

@@ -18,6 +18,7 @@ import { installListenerBounds, listenerFastifyOptions } from '../http/listener.
 import { installRequestLog } from '../http/request-log.js';
 import { s3Authenticator, targetOf, verifiedOf } from './auth.js';
 import { toS3Error } from './error-map.js';
+import { s3Errors } from './errors.js';
 import { errorDocument } from './xml.js';
 import { bucketAndKey } from './mapping.js';
 import { headerMap, queryParams } from './sigv4.js';
@@ -128,7 +129,17 @@ export async function buildS3App(opts: S3AppOptions): Promise<FastifyInstance> {
     logLevel: opts.logLevel, logStream: opts.logStream, redact: ['req.headers.authorization', 'headers.authorization'],
     headersTimeoutMs: opts.headersTimeoutMs, idleTimeoutMs: opts.idleTimeoutMs, connections: opts.connections,
   };
-  const app = Fastify({ ...listenerFastifyOptions(listener), genReqId: () => randomBytes(8).toString('hex').toUpperCase() });
+  const app = Fastify({
+    ...listenerFastifyOptions(listener), genReqId: () => randomBytes(8).toString('hex').toUpperCase(),
+    // A path the router cannot decode (bytes that are not UTF-8) is S3's InvalidURI, in XML.
+    frameworkErrors: (error, request, reply) => {
+      const err = error.code === 'FST_ERR_BAD_URL' ? s3Errors.invalidUri() : toS3Error(error, {});
+      const plain = reply as unknown as FastifyReply;
+      plain.code(err.status).header('x-amz-request-id', request.id);
+      if (request.method === 'HEAD') return void plain.send();
+      void plain.type('application/xml').send(errorDocument(err, request.id, (request.raw.url ?? '/').split('?')[0]!));
+    },
+  });
   installListenerBounds(app, listener);
   const signed = s3Authenticator(opts.service);
   installAuthentication(app, {

@@ -54,7 +54,8 @@ async function listing(bucket: string, query: Record<string, string>): Promise<{
 describe('max-keys=0', () => {
   test('ListObjects, ListObjectsV2 and ListObjectVersions answer an empty page that is not truncated', async () => {
     const b = await newBucket(['a.txt', 'd/b.txt']);
-    for (const query of [{}, { 'list-type': '2' }, { versions: '' }, { delimiter: '/' }, { 'list-type': '2', delimiter: '/' }]) {
+    const queries: Array<Record<string, string>> = [{}, { 'list-type': '2' }, { versions: '' }, { delimiter: '/' }, { 'list-type': '2', delimiter: '/' }];
+    for (const query of queries) {
       const { xml, field } = await listing(b, { ...query, 'max-keys': '0' });
       expect([field('IsTruncated'), field('MaxKeys')], xml).toEqual([['false'], ['0']]);
       expect(xml, JSON.stringify(query)).not.toMatch(/<Contents>|<Version>|<CommonPrefixes>|<NextMarker>|<NextContinuationToken>|<NextKeyMarker>/);

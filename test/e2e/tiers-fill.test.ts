@@ -280,7 +280,8 @@ describe('the edge-to-edge route', () => {
   });
 
   it('refuses without the token, or with a wrong one, with 401 and never a byte of the file', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: `Bearer ${token()}x` }, { authorization: token() }]) {
+    const tries: Array<Record<string, string>> = [{}, { authorization: 'Bearer wrong' }, { authorization: `Bearer ${token()}x` }, { authorization: token() }];
+    for (const headers of tries) {
       const r = await ask(headers);
       expect(r.status).toBe(401);
       const body = await r.json() as { error: { code: string } };

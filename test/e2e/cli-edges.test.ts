@@ -75,7 +75,7 @@ describe('coffer edges', () => {
 
   it('lists a live edge and marks one that stopped answering', async () => {
     await ack('edge-lyon');
-    await report('edge-lyon', 'Lyon \u202eevil', { parents: ['http://paris.example:8081', 'http://rome.example:8081'] });
+    await report('edge-lyon', 'Lyon <b>evil</b>', { parents: ['http://paris.example:8081', 'http://rome.example:8081'] });
     // Lyon stops; Paris keeps acking and reporting while its lease runs out.
     for (let i = 0; i < 5; i++) {
       await clock.advance(2000);
@@ -88,8 +88,8 @@ describe('coffer edges', () => {
     expect(lines).toHaveLength(3);
     const lyon = lines.find((l) => l.startsWith('Lyon'))!;
     const paris = lines.find((l) => l.startsWith('Paris'))!;
-    // The bidirectional override is shown escaped, never passed to the terminal.
-    expect(lyon).toContain('Lyon \\u202eevil');
+    // A name is data: shown as written (control and text-direction characters never reach a report).
+    expect(lyon).toContain('Lyon <b>evil</b>');
     expect(lyon).toContain('http://paris.example:8081 (+1)');
     expect(lyon).toMatch(/!! NOT ANSWERING \(lease lapsed\)/);
     expect(lyon).toMatch(/1[01] s ago/);
@@ -101,7 +101,7 @@ describe('coffer edges', () => {
     const r = await ok(['edges', '--json']);
     const body = JSON.parse(r.stdout);
     expect(body.head_seq).toBe(0);
-    expect(body.edges.map((e: any) => [e.name, e.state, e.answering])).toEqual([['Lyon \u202eevil', 'lapsed', false], ['Paris', 'live', true]]);
+    expect(body.edges.map((e: any) => [e.name, e.state, e.answering])).toEqual([['Lyon <b>evil</b>', 'lapsed', false], ['Paris', 'live', true]]);
     expect(body.edges[1]).toMatchObject({ cache_used_bytes: 1288490189, hit_ratio: 0.75, requests: 1234 });
   });
 

@@ -11,7 +11,8 @@ import { ManualClock, upload } from '../kit/index.js';
 
 type Who = 'root' | 'read' | 'write' | 'admin' | 'inside' | 'outside' | 'expired' | 'revoked' | 'grant' | 'none';
 const WHO: Who[] = ['root', 'read', 'write', 'admin', 'inside', 'outside', 'expired', 'revoked', 'grant', 'none'];
-type Need = 'read' | 'write' | 'admin' | 'upload';
+/** `root`: the root key (or its session) alone, whatever scopes another key holds. */
+type Need = 'read' | 'write' | 'admin' | 'upload' | 'root';
 
 interface Ctx {
   o: TestOrigin;
@@ -94,6 +95,7 @@ const ROWS: Row[] = [
   // The key it makes has "read": a key gives only scopes it holds.
   { path: '/collections/keys/create', need: 'admin', alsoRead: true, body: async (ctx, place) => ({ name: unique('k'), scopes: ['read'], folder_id: folderOf(ctx, place) }) },
   { path: '/collections/keys/list', need: 'admin', body: async () => ({}) },
+  { path: '/collections/edges', need: 'root', body: async () => ({}) },
   { path: '/collections/usage', need: 'read', unconfinedOnly: true, body: async () => ({ days: 7 }) },
   { path: '/collections/webhooks/create', need: 'admin', alsoRead: true, body: async () => ({ url: 'http://127.0.0.1:9/hook', events: ['*'] }) },
   { path: '/collections/webhooks/list', need: 'admin', body: async () => ({}) },
@@ -115,6 +117,9 @@ function expected(who: Who, need: Need): { status: number; code: string | null }
       return { status: 401, code: 'unauthorized' };
     case 'root':
       return ok;
+  }
+  if (need === 'root') return forbidden;
+  switch (who) {
     case 'read':
       return need === 'read' ? ok : forbidden;
     case 'write':

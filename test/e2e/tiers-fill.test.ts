@@ -26,10 +26,11 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all(started.map((e) => e.close()));
+  // Fake parents and taps first: an edge's close waits for its answers, and an answer still
+  // waiting on a fill from a silent fake parent would hold it.
   for (const s of servers) s.closeAllConnections();
+  await Promise.all([...started.map((e) => e.close()), ...taps.map((t) => t.close())]);
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  await Promise.all(taps.map((t) => t.close()));
   await tap?.close();
   await o?.close();
 });

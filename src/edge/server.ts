@@ -56,6 +56,8 @@ export interface RunningEdge {
 }
 
 const PREWARM_CONCURRENCY = 4;
+/** How long a stopping edge lets answers under way finish. */
+const CLOSE_GRACE_MS = 10_000;
 /** A file whose content changed while its bytes were fetched is looked up again this often. */
 const ATTEMPTS = 3;
 export interface StartEdgeOptions {
@@ -355,6 +357,9 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
+          // A stop waits for answers under way, but not for ever: a stalled reader or a fill
+          // waiting on a silent parent is cut after the grace.
+          setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS).unref();
         });
         await usage.close();
         await accessLog?.close();

@@ -33,7 +33,8 @@ afterAll(async () => {
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
   await tap?.close();
   await o?.close();
-});
+  // An edge lets answers under way finish for up to 10 s when it stops (server.ts, CLOSE_GRACE_MS).
+}, 120_000);
 
 /** A tap of its own: counts the blob fetches of the edges a test starts through it, and of no others. */
 async function newTap(): Promise<RequestTap> {

@@ -36,6 +36,9 @@ export class FeedFollower {
   private lastData = 0;
   private ackInFlight = false;
   private ackAgain = false;
+  /** Acknowledgements sent so far; work waiting in `afterAck` runs once a later one is answered. */
+  private acksSent = 0;
+  private afterAcks: Array<{ after: number; run(): void }> = [];
   private stopped = false;
   private readonly agent: http.Agent;
   private readonly timers: TimerHandle[] = [];
@@ -72,6 +75,24 @@ export class FeedFollower {
     for (const t of this.timers) this.clock.clearInterval(t);
     this.request?.destroy();
     this.agent.destroy();
+  }
+
+  /**
+   * Runs `fn` once the origin has answered an acknowledgement sent after this call, or after
+   * `maxMs`: what the edge does for an event (a prefetch) never delays the acknowledgement a
+   * completion waits for.
+   */
+  afterAck(fn: () => void, maxMs = 250): void {
+    let ran = false;
+    const run = () => {
+      if (ran) return;
+      ran = true;
+      this.clock.clearTimeout(timer);
+      fn();
+    };
+    const timer = this.clock.setTimeout(run, maxMs);
+    timer.unref?.();
+    this.afterAcks.push({ after: this.acksSent, run });
   }
 
   private async retry<T>(fn: () => Promise<T>): Promise<T> {
@@ -189,6 +210,7 @@ export class FeedFollower {
     }
     this.ackInFlight = true;
     this.ackAgain = false;
+    const number = ++this.acksSent;
     const sentAt = this.clock.monotonic();
     const epoch = this.epoch;
     const seq = this.opts.state.seq;
@@ -199,6 +221,11 @@ export class FeedFollower {
       finished = true;
       this.ackInFlight = false;
       if (this.ackAgain) this.sendAck();
+      const due = this.afterAcks.filter((a) => a.after < number);
+      if (due.length > 0) {
+        this.afterAcks = this.afterAcks.filter((a) => a.after >= number);
+        for (const a of due) a.run();
+      }
     };
     const req = this.opts.origin.request('/_edge/ack', {
       method: 'POST',

@@ -9,6 +9,8 @@ export class Prefetcher {
   /** Files whose completion asked for a prefetch that has not started yet. */
   private readonly queued = new Set<string>();
   private running = 0;
+  /** Gates not yet opened: nothing starts while one is closed. */
+  private held = 0;
 
   constructor(
     private readonly concurrency: number,
@@ -19,9 +21,20 @@ export class Prefetcher {
     private readonly onError: (err: unknown, file: EdgeFile) => void,
   ) {}
 
-  add(file: EdgeFile): void {
+  /** Queues a file; with `gate`, prefetches start only once it calls `open` (the file counts as queued meanwhile). */
+  add(file: EdgeFile, gate?: (open: () => void) => void): void {
     this.queue.push(file);
     this.queued.add(file.file_id);
+    if (gate) {
+      this.held++;
+      let opened = false;
+      gate(() => {
+        if (opened) return;
+        opened = true;
+        this.held--;
+        this.pump();
+      });
+    }
     this.pump();
   }
 
@@ -31,7 +44,7 @@ export class Prefetcher {
   }
 
   private pump(): void {
-    while (this.running < this.concurrency && this.queue.length > 0) {
+    while (this.held === 0 && this.running < this.concurrency && this.queue.length > 0) {
       const file = this.queue.shift()!;
       this.queued.delete(file.file_id);
       if (!this.isCurrent(file)) continue;

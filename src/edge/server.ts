@@ -108,7 +108,8 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     },
   });
   const state: EdgeState = new EdgeState({
-    fileReady: (file) => prefetch.add(file),
+    // Acknowledged first: the completion that announced the file waits for that, not for the bytes.
+    fileReady: (file) => prefetch.add(file, (go) => follower.afterAck(go)),
     fileGone: (id) => cache.drop(id),
     changed: () => responses.narrowed(),
   });

@@ -176,6 +176,11 @@ export class EdgeHub {
     return waiting;
   }
 
+  /** Resolves once the changes waiting now are acknowledged, or after `limitMs` (bytes of new files wait for it). */
+  settled(limitMs: number): Promise<void> {
+    return this.wait.settled(limitMs);
+  }
+
   /** Records an acknowledgement; answers whether the edge holds a lease, and for how long (leases.ts). */
   ack(edgeId: string, seq: number): Promise<AckAnswer> {
     return this.leases.ack(edgeId, seq);

@@ -63,6 +63,9 @@ export interface StartOriginOptions {
 /** Sweeps often enough that an upload never outlives its time by much. */
 export const sweepInterval = (ttlSeconds: number): number => Math.min(60_000, Math.max(250, (ttlSeconds * 1000) / 4));
 
+/** How long after its completion a new file's bytes may wait for the edges' acknowledgements (feed/records.ts). */
+const FILL_HOLD_MS = 1000;
+
 export async function startOrigin(config: Config, opts: StartOriginOptions = {}): Promise<RunningOrigin> {
   const clock = opts.clock ?? systemClock;
   // Two listeners, the origin's and S3's, unless `coffer serve` shared the budget out already.
@@ -120,7 +123,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     sessionTtlSeconds: config.sessionTtl, headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs, connections,
     ...(opts.logStream ? { logStream: opts.logStream } : {}),
     ...(opts.playgroundDir ? { playgroundDir: opts.playgroundDir } : {}),
-    edges: { hub, records: new EdgeRecords(meta, blobs), tokens: credentials.edgeTokens },
+    edges: { hub, records: new EdgeRecords(meta, blobs, { settled: (ms) => hub.settled(ms), now: () => clock.now(), holdMs: FILL_HOLD_MS }), tokens: credentials.edgeTokens },
     metrics, ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
   });
   if (dataDir.warning) app.log.warn(dataDir.warning);

@@ -11,6 +11,7 @@ import type {
 import type {
   CreateGrantRequest, CreateGrantResponse, CreateKeyRequest, CreateKeyResponse, ListKeysResponse, RevokeKeyResponse, RevokeLinksResponse,
 } from '../core/api-access.js';
+import type { EdgesResponse } from '../core/api-edges.js';
 import type { FileWithUsage, UsageRequest, UsageResponse } from '../core/api-usage.js';
 import type { CreateWebhookRequest, CreateWebhookResponse, DeliveriesRequest, DeliveriesResponse, DeliveryRecord, ListWebhooksResponse } from '../core/api-webhooks.js';
 import { CofferError, clientError } from '../core/errors.js';
@@ -289,6 +290,10 @@ export class CofferClient {
   /** Bytes and downloads per UTC day over the last `days` days (default 30), zeros included, as edges have reported them. */
   usage(req: UsageRequest = {}, opts?: CallOptions): Promise<UsageResponse> {
     return this.call('/collections/usage', req, { ...opts, idempotent: true });
+  }
+  /** Every edge the origin knows, with its state and what it last reported (root key only; docs/api.md "Edges"). */
+  edges(opts?: CallOptions): Promise<EdgesResponse> {
+    return this.call('/collections/edges', {}, { ...opts, idempotent: true });
   }
   updateFile(req: UpdateFileRequest, opts?: CallOptions): Promise<FileRecord> {
     return this.call('/collections/file/update', req, { ...opts, idempotent: true });

@@ -34,3 +34,4 @@ export type {
   CreateWebhookRequest, CreateWebhookResponse, DeliveriesRequest, DeliveriesResponse, DeliveryRecord, ListWebhooksResponse, WebhookRecord,
 } from '../core/api-webhooks.js';
 export type { FileWithUsage, UsageResponse } from '../core/api-usage.js';
+export type { EdgeEntry, EdgeState, EdgesResponse } from '../core/api-edges.js';

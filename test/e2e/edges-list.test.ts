@@ -9,6 +9,7 @@ import { ManualClock, eventually } from '../kit/index.js';
 import { startTestEdge } from '../helpers/logging-edge.js';
 import { startTestOrigin, TEST_METADATA_POSTGRES, type TestOrigin } from '../helpers/origin.js';
 import { expectError } from '../helpers/api.js';
+import { createClient } from '../../src/sdk/index.js';
 
 const clock = new ManualClock(Date.now());
 const STARTED = clock.now() - 1000;
@@ -207,7 +208,9 @@ describe('a real edge', () => {
     try {
       await running.edge.reportUsage();
       await eventually(async () => expect(await edges()).toMatchObject([{ name: 'Berlin', parents: [], state: 'live', answering: true, requests: 0, hit_ratio: null }]), { timeoutMs: 10_000 });
-      const [berlin] = await edges();
+      // The SDK's edges() is the same list, typed.
+      const [berlin] = (await createClient({ url: wall.url, accessKey: wall.key }).edges()).edges;
+      expect(berlin).toMatchObject({ name: 'Berlin', state: 'live' });
       expect(berlin.cache_capacity_bytes).toBeGreaterThan(0);
       expect(Date.parse(berlin.started_at)).toBeLessThanOrEqual(Date.now());
     } finally {

@@ -1,16 +1,16 @@
 /** The edges as a table: where each fills from, whether it answers, how far behind it is, its cache and traffic. */
 import type { JSX } from 'preact';
 import { formatBytesExact, formatExact, formatSize } from '../app/format.js';
-import type { EdgeRecord } from './useEdges.js';
+import type { EdgeEntry } from '../../../src/sdk/index.js';
 
-const STATE_TEXT: Record<EdgeRecord['state'], string> = {
+const STATE_TEXT: Record<EdgeEntry['state'], string> = {
   live: 'Live',
   catching_up: 'Catching up',
   lapsed: 'Not answering',
   unreachable: 'Not answering',
 };
 
-const STATE_TITLE: Record<EdgeRecord['state'], string> = {
+const STATE_TITLE: Record<EdgeEntry['state'], string> = {
   live: 'Holds its lease and reports every 10 s',
   catching_up: 'Heard from; applying the feed before it holds a lease',
   lapsed: 'Its lease ran out: changes no longer wait for it, and it serves nothing from its cache until it catches up',
@@ -28,7 +28,7 @@ export function seenText(iso: string, now: number): string {
 
 const count = (n: number | null) => (n === null ? '—' : n.toLocaleString('en-US'));
 
-function Cache(props: { e: EdgeRecord }): JSX.Element {
+function Cache(props: { e: EdgeEntry }): JSX.Element {
   const { cache_used_bytes: used, cache_capacity_bytes: cap } = props.e;
   if (used === null || cap === null) return <span class="muted">—</span>;
   const share = cap > 0 ? Math.min(1, used / cap) : 0;
@@ -51,7 +51,7 @@ function Parent(props: { parents: string[] }): JSX.Element {
   );
 }
 
-export function EdgeTable(props: { edges: EdgeRecord[]; now: number }): JSX.Element {
+export function EdgeTable(props: { edges: EdgeEntry[]; now: number }): JSX.Element {
   return (
     <div class="keys-scroll">
       <table class="keys-table edges-table" data-testid="edges-table">

@@ -3,38 +3,13 @@
  * the page is open, so an edge that stops answering shows as such without a reload.
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import type { EdgesResponse } from '../../../src/sdk/index.js';
 import { client } from '../api.js';
-
-/** One edge as the origin lists it (docs/api.md "Edges"). */
-export interface EdgeRecord {
-  id: string;
-  name: string;
-  parents: string[];
-  state: 'live' | 'catching_up' | 'lapsed' | 'unreachable';
-  answering: boolean;
-  last_seen_at: string;
-  lease_expires_at: string | null;
-  applied_seq: number;
-  feed_lag_events: number;
-  cache_used_bytes: number | null;
-  cache_capacity_bytes: number | null;
-  hit_ratio: number | null;
-  requests: number | null;
-  bytes_sent: number | null;
-  fills: { parent: number; origin: number; failovers: number; served_to_children: number } | null;
-  started_at: string | null;
-}
-
-export interface EdgesAnswer {
-  head_seq: number;
-  checked_at: string;
-  edges: EdgeRecord[];
-}
 
 export interface EdgesState {
   status: 'loading' | 'ready' | 'error';
   error: unknown;
-  answer: EdgesAnswer | null;
+  answer: EdgesResponse | null;
 }
 
 /** How often the list is asked again. */
@@ -47,7 +22,7 @@ export function useEdges() {
 
   useEffect(() => {
     const ac = new AbortController();
-    client.call<EdgesAnswer>('/collections/edges', {}, { signal: ac.signal, idempotent: true }).then(
+    client.edges({ signal: ac.signal }).then(
       (answer) => setState({ status: 'ready', error: null, answer }),
       // A failed refresh keeps the last list on screen, marked with the error.
       (err: unknown) => { if (!ac.signal.aborted) setState((s) => ({ ...s, status: 'error', error: err })); },

@@ -8,6 +8,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type http from 'node:http';
+import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
 import type { EdgeCache } from './cache.js';
 import type { EdgeState } from './state.js';
 import { sendError } from './answer-headers.js';
@@ -28,6 +29,8 @@ export interface TierRouteDeps {
   state: EdgeState;
   cache: EdgeCache;
   onError(err: unknown, fileId: string): void;
+  /** The seq wait and the 102 beat run on it (default: the system's). */
+  clock?: Clock;
 }
 
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
@@ -48,6 +51,7 @@ export function viaOf(header: string | string[] | undefined): string[] {
 }
 
 export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: http.ServerResponse, path: string, query: string) => Promise<void> {
+  const clock = d.clock ?? systemClock;
   const unavailable = (res: http.ServerResponse, reason: string, message: string) =>
     sendError(res, 'edge_unavailable', message, ['Retry-After', '1'], { reason });
 
@@ -55,12 +59,12 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
   async function caughtUp(seq: number): Promise<boolean> {
     if (d.state.seq >= seq) return true;
     const wait = d.state.whenSeq(seq);
-    let timer: NodeJS.Timeout | undefined;
+    let timer: TimerHandle | undefined;
     const late = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, SEQ_WAIT_MS);
+      timer = clock.setTimeout(resolve, SEQ_WAIT_MS);
     });
     await Promise.race([wait.reached, late]);
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
     wait.cancel();
     return d.state.seq >= seq;
   }
@@ -102,7 +106,7 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
     // the origin or from a parent that is sending something: a fill stuck in a loop of parents
     // hears nothing, sends none, and its askers give up on it.
     let waitingForSeq = true;
-    const beat = setInterval(() => {
+    const beat = clock.setInterval(() => {
       if (!res.headersSent && !res.destroyed && (waitingForSeq || d.cache.fillAlive(id, BEAT_MS * 1.5))) res.writeProcessing();
     }, BEAT_MS);
     try {
@@ -140,12 +144,12 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
       if (res.destroyed) return;
       d.cache.counts.servedToChildren++;
       res.writeHead(200, ['Content-Type', 'application/octet-stream', 'Content-Length', String(file.size), 'Cache-Control', 'no-store',
-        'X-Coffer-Sha256', sha256, 'X-Coffer-Seq', String(d.state.seq)]);
+        'X-Content-Type-Options', 'nosniff', 'X-Coffer-Sha256', sha256, 'X-Coffer-Seq', String(d.state.seq)]);
       if (req.method === 'HEAD' || file.size === 0) res.end();
       else if (bytes.memory) res.end(bytes.memory);
       else await streamFile(bytes.path!, 0, file.size - 1, res, current).catch(() => res.destroy());
     } finally {
-      clearInterval(beat);
+      clock.clearInterval(beat);
     }
   };
 }

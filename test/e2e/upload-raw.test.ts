@@ -6,12 +6,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
-import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { storedParts } from '../helpers/stored-object.js';
 import { expectError } from '../helpers/api.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { poll, sha256 } from '../kit/index.js';
 
 const CHUNK = 5 * 1024 * 1024;
@@ -69,29 +69,6 @@ async function initiate(o: TestOrigin, size: number, headers: Record<string, str
 
 const complete = (o: TestOrigin, fileId: string) => o.post('/collections/upload/complete-upload', { file_id: fileId });
 const received = async (o: TestOrigin, fileId: string) => (await o.post('/collections/upload/status', { file_id: fileId })).body.received;
-
-/** Sends the head of a request and `prefix` of its body, never the rest; resolves with the answer. */
-function partialRequest(url: string, headers: Record<string, string>, prefix: Buffer): Promise<{ status: number; body: any; headers: Headers }> {
-  return new Promise((resolve, reject) => {
-    let answered = false;
-    const req = http.request(url, { method: 'POST', headers });
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        answered = true;
-        const h = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') h.set(k, v);
-        resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')), headers: h });
-        req.destroy();
-      });
-    });
-    req.on('error', (err) => {
-      if (!answered) reject(err);
-    });
-    req.write(prefix);
-  });
-}
 
 describe('raw parts (contract §9)', () => {
   let o: TestOrigin;
@@ -213,9 +190,10 @@ describe('raw parts (contract §9)', () => {
   it('answers 413 payload_too_large for a Content-Length over 8 MiB, without reading the body', async () => {
     const s = await initiate(o, 4);
     for (const search of [query(fieldsOf(s, 1)), query({ ...fieldsOf(s, 1), partNumber: 'x' })]) {
-      const r = await partialRequest(`${o.url}${PATH}?${search}`, {
-        authorization: `Bearer ${o.key}`, 'content-type': 'application/octet-stream', 'content-length': String(MAX_BODY + 1),
-      }, Buffer.alloc(4096));
+      const r = await rawRequest(o.url, `${PATH}?${search}`, {
+        method: 'POST', open: true, body: Buffer.alloc(4096),
+        headers: { authorization: `Bearer ${o.key}`, 'content-type': 'application/octet-stream', 'content-length': String(MAX_BODY + 1) },
+      });
       expectError(r, 413, 'payload_too_large', { limit: MAX_BODY });
     }
     expect(await received(o, s.file_id)).toEqual([]);

@@ -5,12 +5,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
-import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { openUploadIds, storedObjectIds, storedParts } from '../helpers/stored-object.js';
 import { expectError } from '../helpers/api.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { ManualClock, poll, sha256 } from '../kit/index.js';
 
 const CHUNK = 5 * 1024 * 1024;
@@ -67,37 +67,6 @@ async function listDir(path: string): Promise<string[]> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-}
-
-/** Sends a request whose head declares `headers` but writes only `prefix` of the body, then waits for the answer. */
-function partialRequest(url: string, headers: Record<string, string>, prefix: string): Promise<{ status: number; body: any; headers: Headers; bodyEnded: boolean }> {
-  return new Promise((resolve, reject) => {
-    let answered = false;
-    const req = http.request(url, { method: 'POST', headers });
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        answered = true;
-        const text = Buffer.concat(chunks).toString('utf8');
-        const h = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') h.set(k, v);
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          // kept as text
-        }
-        resolve({ status: res.statusCode ?? 0, body, headers: h, bodyEnded: req.writableEnded });
-        req.destroy();
-      });
-    });
-    req.on('error', (err) => {
-      if (!answered) reject(err);
-    });
-    req.write(prefix);
-    // The rest of the declared body is never sent: the answer must not wait for it.
-  });
 }
 
 describe('upload (contract §4)', () => {
@@ -572,9 +541,10 @@ describe('upload (contract §4)', () => {
     it('answers 413 payload_too_large for a Content-Length over 8 MiB, without reading the body', async () => {
       const s = await initiate(o, { size: 4 });
       const head = `{"bucket":${JSON.stringify(s.bucket)},"key":${JSON.stringify(s.key)},"uploadId":${JSON.stringify(s.uploadId)},"fileId":${JSON.stringify(s.fileId)},"partNumber":1,"body":"`;
-      const r = await partialRequest(o.url + '/collections/upload/file-progress', {
-        authorization: `Bearer ${o.key}`, 'content-type': 'application/json', 'content-length': String(MAX_BODY + 1),
-      }, head + 'QUFB'.repeat(1000));
+      const r = await rawRequest(o.url, '/collections/upload/file-progress', {
+        method: 'POST', open: true, body: Buffer.from(head + 'QUFB'.repeat(1000)),
+        headers: { authorization: `Bearer ${o.key}`, 'content-type': 'application/json', 'content-length': String(MAX_BODY + 1) },
+      });
       expectError(r, 413, 'payload_too_large', { limit: MAX_BODY });
       expect((await status(o, s.file_id)).body.received).toEqual([]);
     }, 15_000);

@@ -22,6 +22,8 @@ export interface RawRequest {
   body?: Buffer | AsyncIterable<Buffer>;
   /** Close the connection once the body's pieces are written, without ending the request. */
   cut?: boolean;
+  /** Leave the request unfinished once the body is written: the answer must come without the rest. */
+  open?: boolean;
   /** Gives up when the connection is idle this long (default 10 s). */
   timeoutMs?: number;
 }
@@ -38,6 +40,7 @@ export function rawRequest(base: string, path: string, opts: RawRequest = {}): P
   const u = new URL(base);
   const method = opts.method ?? 'GET';
   return new Promise<RawAnswer>((resolve, reject) => {
+    let answered = false;
     const req = httpRequest({
       host: u.hostname, port: Number(u.port), path, method, headers: opts.headers ?? {}, agent: false, timeout: opts.timeoutMs ?? 10_000,
     }, (res) => {
@@ -46,14 +49,16 @@ export function rawRequest(base: string, path: string, opts: RawRequest = {}): P
       res.on('error', reject);
       res.on('end', () => {
         const body = Buffer.concat(chunks);
+        answered = true;
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: jsonOrUndefined(body) });
+        if (opts.open) req.destroy();
       });
     });
     req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${base}${path}`)));
-    req.on('error', reject);
+    req.on('error', (err) => answered || reject(err));
     const body = opts.body;
     if (body === undefined) req.end();
-    else if (Buffer.isBuffer(body)) req.end(body);
+    else if (Buffer.isBuffer(body)) opts.open ? req.write(body) : req.end(body);
     else {
       (async () => {
         for await (const piece of body) {

@@ -3,16 +3,16 @@
  * Rows of N cards (N from the width), virtualized like the list.
  */
 import type { JSX } from 'preact';
-import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
+import { useRef } from 'preact/hooks';
 import { domId, pathText, type Entry } from './entries.js';
 import { formatSize } from './format.js';
 import { CloseIcon, FolderIcon, MoreIcon, TypeIcon } from './icons.js';
 import { ListFooter } from './FileList.js';
-import type { MenuAnchor } from './Menu.js';
 import { fileTypeFor } from '../../../src/sdk/index.js';
 import { NameText, ProgressBar, progressWords, RelTime, Thumb, VisibilityBadge } from './parts.js';
-import { clickPick, commandKey, dragSource, folderDropTarget, moveTarget, moveTo, type ViewProps } from './views.js';
-import { scrollRowIntoView, useNearEnd, useViewport, windowOf } from './virtual.js';
+import { useGridKeys } from './useGridKeys.js';
+import { clickPick, dragSource, folderDropTarget, type ViewProps } from './views.js';
+import { useNearEnd, useViewport, windowOf } from './virtual.js';
 
 /** Card sizes: a compact grid below this width (phones). */
 const COMPACT_BELOW = 560;
@@ -35,37 +35,7 @@ export function FileGrid(props: ViewProps): JSX.Element {
   const rowCount = Math.ceil(count / cols);
   const win = windowOf(vp, rowCount, GRID_ROW_H, PAD, 3);
   useNearEnd({ ...win, end: win.end * cols }, count, props.hasMore, props.loadingMore || props.moreError !== null, props.loadMore, 30);
-  const activeIndex = props.activeKey === null ? -1 : props.entries.findIndex((e) => e.key === props.activeKey);
-
-  useLayoutEffect(() => {
-    if (scroller.current) scroller.current.scrollTop = 0;
-  }, [props.resetKey]);
-
-  const follow = useRef(false);
-  useEffect(() => {
-    if (follow.current && activeIndex >= 0 && scroller.current) scrollRowIntoView(scroller.current, Math.floor(activeIndex / cols), GRID_ROW_H, 0, PAD);
-    follow.current = false;
-  }, [activeIndex]);
-
-  const anchorFor = (key: string): MenuAnchor => {
-    const btn = document.querySelector<HTMLElement>(`#${domId(key)} .more-btn`);
-    const r = btn?.getBoundingClientRect();
-    return { x: r ? r.right - 4 : 200, y: r ? r.bottom + 4 : 200, returnTo: grid.current };
-  };
-
-  const onKeyDown = (e: KeyboardEvent) => {
-    const pageRows = Math.floor(vp.height / GRID_ROW_H);
-    const to = moveTarget(e.key, activeIndex, count, cols, pageRows);
-    if (to !== null && !e.altKey) {
-      e.preventDefault();
-      follow.current = true;
-      moveTo(e, to, props);
-      if (to === activeIndex && scroller.current) scrollRowIntoView(scroller.current, Math.floor(to / cols), GRID_ROW_H, 0, PAD);
-      return;
-    }
-    const entry = activeIndex >= 0 ? props.entries[activeIndex] : undefined;
-    if (commandKey(e, entry, props, () => anchorFor(entry!.key))) e.preventDefault();
-  };
+  const { activeIndex, onKeyDown } = useGridKeys(props, scroller, grid, { cols, rowH: GRID_ROW_H, top: 0, margin: PAD, height: vp.height });
 
   const rows: JSX.Element[] = [];
   for (let r = win.start; r < win.end; r++) {

@@ -3,16 +3,16 @@
  * by its column headers, virtualized (only the rows in view are in the page).
  */
 import type { JSX } from 'preact';
-import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
+import { useRef } from 'preact/hooks';
 import { fileTypeFor } from '../../../src/sdk/index.js';
 import { domId, pathText, type Entry } from './entries.js';
 import { formatSize, TYPE_LABELS } from './format.js';
 import { ArrowDownIcon, ArrowUpIcon, CloseIcon, MoreIcon } from './icons.js';
-import type { MenuAnchor } from './Menu.js';
 import { EntryIcon, NameText, RelTime, UploadProgress, VisibilityBadge } from './parts.js';
 import type { SortField } from './state/prefs.js';
-import { clickPick, commandKey, dragSource, folderDropTarget, moveTarget, moveTo, type ViewProps } from './views.js';
-import { scrollRowIntoView, useNearEnd, useViewport, windowOf } from './virtual.js';
+import { useGridKeys } from './useGridKeys.js';
+import { clickPick, dragSource, folderDropTarget, type ViewProps } from './views.js';
+import { useNearEnd, useViewport, windowOf } from './virtual.js';
 
 export const ROW_H = 52;
 const HEAD_H = 40;
@@ -33,38 +33,7 @@ export function FileList(props: ViewProps): JSX.Element {
   const count = props.entries.length;
   const win = windowOf(vp, count, ROW_H, HEAD_H);
   useNearEnd(win, count, props.hasMore, props.loadingMore || props.moreError !== null, props.loadMore);
-  const activeIndex = props.activeKey === null ? -1 : props.entries.findIndex((e) => e.key === props.activeKey);
-
-  useLayoutEffect(() => {
-    if (scroller.current) scroller.current.scrollTop = 0;
-  }, [props.resetKey]);
-
-  // Keep the active row in view (and in the page, for aria-activedescendant).
-  const follow = useRef(false);
-  useEffect(() => {
-    if (follow.current && activeIndex >= 0 && scroller.current) scrollRowIntoView(scroller.current, activeIndex, ROW_H, HEAD_H, HEAD_H);
-    follow.current = false;
-  }, [activeIndex]);
-
-  const anchorFor = (key: string): MenuAnchor => {
-    const btn = document.querySelector<HTMLElement>(`#${domId(key)} .more-btn`);
-    const r = btn?.getBoundingClientRect();
-    return { x: r ? r.right - 4 : 200, y: r ? r.bottom + 4 : 200, returnTo: grid.current };
-  };
-
-  const onKeyDown = (e: KeyboardEvent) => {
-    const pageRows = Math.floor(vp.height / ROW_H);
-    const to = moveTarget(e.key, activeIndex, count, 1, pageRows);
-    if (to !== null && !e.altKey) {
-      e.preventDefault();
-      follow.current = true;
-      moveTo(e, to, props);
-      if (to === activeIndex && scroller.current) scrollRowIntoView(scroller.current, to, ROW_H, HEAD_H, HEAD_H);
-      return;
-    }
-    const entry = activeIndex >= 0 ? props.entries[activeIndex] : undefined;
-    if (commandKey(e, entry, props, () => anchorFor(entry!.key))) e.preventDefault();
-  };
+  const { activeIndex, onKeyDown } = useGridKeys(props, scroller, grid, { cols: 1, rowH: ROW_H, top: HEAD_H, margin: HEAD_H, height: vp.height });
 
   const rows: JSX.Element[] = [];
   for (let i = win.start; i < win.end; i++) {

@@ -7,14 +7,11 @@ import { useEffect } from 'preact/hooks';
 import { CofferError } from '../../../src/sdk/index.js';
 import { errorMessage, plural } from '../app/format.js';
 import { CloudOffIcon, RefreshIcon, ServerIcon } from '../app/icons.js';
-import { PageTopBar } from '../app/PageTopBar.js';
+import { SidePage } from '../app/SidePage.js';
 import { Loading } from '../app/States.js';
-import { UploadPanel } from '../uploads/UploadPanel.js';
-import { sessionUploads } from '../uploads/shared.js';
 import { EdgeTable } from './EdgeTable.js';
 import { useEdges } from './useEdges.js';
 // The page heading, table and status dots are the Keys page's.
-import '../keys/keys.css';
 import './edges.css';
 
 const sessionGone = (err: unknown) => err instanceof CofferError && (err.status === 401 || err.code === 'csrf_failed');
@@ -60,31 +57,22 @@ export function EdgesPage(props: { onSignOut: () => void; onSessionEnded: () => 
 
   const down = answer ? answer.edges.filter((e) => !e.answering).length : 0;
   return (
-    <div class="app">
-      <PageTopBar current="edges" onSignOut={props.onSignOut} />
-      <main class="main" aria-labelledby="edges-title">
-        <div class="toolbar">
-          <div class="toolbar-crumbs keys-heading">
-            <h1 id="edges-title" class="keys-title">Edges</h1>
-            <p class="keys-lead">The delivery network: where each edge fills from, whether it answers, and what it serves.</p>
-          </div>
-          <div class="toolbar-actions">
-            <button type="button" class="btn" onClick={reload} data-focus-home data-testid="refresh-edges" aria-label="Refresh the edges">
-              <RefreshIcon /><span class="hide-narrow">Refresh</span>
-            </button>
-          </div>
-        </div>
-        <div class="subbar">
-          <p class="subbar-text" role="status" data-testid="edges-summary">
-            {answer && answer.edges.length > 0
-              ? `${plural(answer.edges.length, 'edge')} · ${down === 0 ? 'all answering' : `${down} not answering`} · feed at event ${answer.head_seq.toLocaleString('en-US')}`
-              : ''}
-            {answer && state.status === 'error' && <span class="edges-stale"> · refresh failed: {errorMessage(state.error)}</span>}
-          </p>
-        </div>
-        {content}
-      </main>
-      <UploadPanel manager={sessionUploads()} />
-    </div>
+    <SidePage
+      page="edges" title="Edges" lead="The delivery network: where each edge fills from, whether it answers, and what it serves." onSignOut={props.onSignOut}
+      actions={
+        <button type="button" class="btn" onClick={reload} data-focus-home data-testid="refresh-edges" aria-label="Refresh the edges">
+          <RefreshIcon /><span class="hide-narrow">Refresh</span>
+        </button>
+      }
+      summary={<>
+        {answer && answer.edges.length > 0
+          ? `${plural(answer.edges.length, 'edge')} · ${down === 0 ? 'all answering' : `${down} not answering`} · feed at event ${answer.head_seq.toLocaleString('en-US')}`
+          : ''}
+        {answer && state.status === 'error' && <span class="edges-stale"> · refresh failed: {errorMessage(state.error)}</span>}
+      </>}
+      summaryTestId="edges-summary"
+    >
+      {content}
+    </SidePage>
   );
 }

@@ -8,7 +8,7 @@ import type { CreateKeyResponse, KeyRecord } from '../../../src/sdk/index.js';
 import { CofferError } from '../../../src/sdk/index.js';
 import { errorMessage, middleEllipsis, plural } from '../app/format.js';
 import { CloudOffIcon, KeyIcon, PlusIcon } from '../app/icons.js';
-import { PageTopBar } from '../app/PageTopBar.js';
+import { SidePage } from '../app/SidePage.js';
 import { Loading } from '../app/States.js';
 import { toastSuccess } from '../app/Toasts.js';
 import { useNow } from '../app/useNow.js';
@@ -17,8 +17,6 @@ import { KeyCreatedDialog } from './KeyCreatedDialog.js';
 import { KeyTable, placeText } from './KeyTable.js';
 import { RevokeKeyDialog } from './RevokeKeyDialog.js';
 import { keyStatus, useKeys } from './useKeys.js';
-import { UploadPanel } from '../uploads/UploadPanel.js';
-import { sessionUploads } from '../uploads/shared.js';
 import './keys.css';
 
 type Dialog =
@@ -71,46 +69,36 @@ export function KeysPage(props: { onSignOut: () => void; onSessionEnded: () => v
   }
 
   return (
-    <div class="app">
-      <PageTopBar current="keys" onSignOut={props.onSignOut} />
-      <main class="main" aria-labelledby="keys-title">
-        <div class="toolbar">
-          <div class="toolbar-crumbs keys-heading">
-            <h1 id="keys-title" class="keys-title">Keys</h1>
-            <p class="keys-lead">Keys let programs use Coffer with only the access they need.</p>
-          </div>
-          <div class="toolbar-actions">
-            <button type="button" class="btn btn-primary" onClick={create} data-focus-home data-testid="create-key">
-              <PlusIcon /><span>Create key</span>
-            </button>
-          </div>
-        </div>
-        <div class="subbar">
-          <p class="subbar-text" role="status" data-testid="keys-summary">
-            {state.status === 'ready' && state.keys.length > 0 ? `${plural(state.keys.length, 'key')} · ${active} active` : ''}
-          </p>
-        </div>
-        <section class="content" aria-label="Keys">{content}</section>
-      </main>
-      <UploadPanel manager={sessionUploads()} />
-
-      {dialog?.type === 'create' && (
-        <CreateKeyDialog onClose={() => setDialog(null)} onCreated={(created, path) => {
-          added(created, path);
-          const text = path ? path.map((f) => f.name).join(' / ') : 'All files';
-          setDialog({ type: 'created', created, folderText: text });
-        }} />
-      )}
-      {/* Closing drops the answer: the secret is referred to from nowhere after this. */}
-      {dialog?.type === 'created' && <KeyCreatedDialog created={dialog.created} folderText={dialog.folderText} onClose={() => setDialog(null)} />}
-      {dialog?.type === 'revoke' && (
-        <RevokeKeyDialog k={dialog.k} folderText={folderText(dialog.k)} now={now} onClose={() => setDialog(null)} onRevoked={(r) => {
-          const name = dialog.k.name;
-          revoked(r.key_id, r.revoked_at);
-          setDialog(null);
-          toastSuccess(`Revoked “${middleEllipsis(name, 40)}”`, { detail: 'Every origin refuses it from now on.' });
-        }} />
-      )}
-    </div>
+    <SidePage
+      page="keys" title="Keys" lead="Keys let programs use Coffer with only the access they need." onSignOut={props.onSignOut}
+      actions={
+        <button type="button" class="btn btn-primary" onClick={create} data-focus-home data-testid="create-key">
+          <PlusIcon /><span>Create key</span>
+        </button>
+      }
+      summary={state.status === 'ready' && state.keys.length > 0 ? `${plural(state.keys.length, 'key')} · ${active} active` : ''}
+      summaryTestId="keys-summary"
+      over={<>
+        {dialog?.type === 'create' && (
+          <CreateKeyDialog onClose={() => setDialog(null)} onCreated={(created, path) => {
+            added(created, path);
+            const text = path ? path.map((f) => f.name).join(' / ') : 'All files';
+            setDialog({ type: 'created', created, folderText: text });
+          }} />
+        )}
+        {/* Closing drops the answer: the secret is referred to from nowhere after this. */}
+        {dialog?.type === 'created' && <KeyCreatedDialog created={dialog.created} folderText={dialog.folderText} onClose={() => setDialog(null)} />}
+        {dialog?.type === 'revoke' && (
+          <RevokeKeyDialog k={dialog.k} folderText={folderText(dialog.k)} now={now} onClose={() => setDialog(null)} onRevoked={(r) => {
+            const name = dialog.k.name;
+            revoked(r.key_id, r.revoked_at);
+            setDialog(null);
+            toastSuccess(`Revoked “${middleEllipsis(name, 40)}”`, { detail: 'Every origin refuses it from now on.' });
+          }} />
+        )}
+      </>}
+    >
+      <section class="content" aria-label="Keys">{content}</section>
+    </SidePage>
   );
 }

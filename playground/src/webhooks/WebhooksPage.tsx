@@ -8,19 +8,16 @@ import type { CreateWebhookResponse, WebhookRecord } from '../../../src/sdk/inde
 import { CofferError } from '../../../src/sdk/index.js';
 import { errorMessage, middleEllipsis, plural } from '../app/format.js';
 import { CloudOffIcon, PlusIcon, WebhookIcon } from '../app/icons.js';
-import { PageTopBar } from '../app/PageTopBar.js';
+import { SidePage } from '../app/SidePage.js';
 import { Loading } from '../app/States.js';
 import { toastSuccess } from '../app/Toasts.js';
 import { useNow } from '../app/useNow.js';
-import { UploadPanel } from '../uploads/UploadPanel.js';
-import { sessionUploads } from '../uploads/shared.js';
 import { CreateWebhookDialog } from './CreateWebhookDialog.js';
 import { DeleteWebhookDialog } from './DeleteWebhookDialog.js';
 import { useWebhooks } from './useWebhooks.js';
 import { WebhookCard } from './WebhookCard.js';
 import { WebhookCreatedDialog } from './WebhookCreatedDialog.js';
 // The page heading and the status dots are the Keys page's.
-import '../keys/keys.css';
 import './webhooks.css';
 
 type Dialog = { type: 'create' } | { type: 'created'; created: CreateWebhookResponse } | { type: 'delete'; hook: WebhookRecord };
@@ -75,45 +72,35 @@ export function WebhooksPage(props: { onSignOut: () => void; onSessionEnded: () 
   }
 
   return (
-    <div class="app">
-      <PageTopBar current="webhooks" onSignOut={props.onSignOut} />
-      <main class="main" aria-labelledby="webhooks-title">
-        <div class="toolbar">
-          <div class="toolbar-crumbs keys-heading">
-            <h1 id="webhooks-title" class="keys-title">Webhooks</h1>
-            <p class="keys-lead">Events sent to your application as they happen, signed with a secret only it knows.</p>
-          </div>
-          <div class="toolbar-actions">
-            <button type="button" class="btn btn-primary" onClick={create} data-focus-home data-testid="create-webhook">
-              <PlusIcon /><span>Create webhook</span>
-            </button>
-          </div>
-        </div>
-        <div class="subbar">
-          <p class="subbar-text" role="status" data-testid="webhooks-summary">
-            {state.status === 'ready' && state.hooks.length > 0 ? plural(state.hooks.length, 'webhook') : ''}
-          </p>
-        </div>
-        {content}
-      </main>
-      <UploadPanel manager={sessionUploads()} />
-
-      {dialog?.type === 'create' && (
-        <CreateWebhookDialog onClose={() => setDialog(null)} onCreated={(created) => {
-          added(created);
-          setDialog({ type: 'created', created });
-        }} />
-      )}
-      {/* Closing drops the answer: the secret is referred to from nowhere after this. */}
-      {dialog?.type === 'created' && <WebhookCreatedDialog created={dialog.created} onClose={() => setDialog(null)} />}
-      {dialog?.type === 'delete' && (
-        <DeleteWebhookDialog hook={dialog.hook} onClose={() => setDialog(null)} onDeleted={() => {
-          const url = dialog.hook.url;
-          removed(dialog.hook.webhook_id);
-          setDialog(null);
-          toastSuccess(`Deleted the webhook for “${middleEllipsis(url, 48)}”`);
-        }} />
-      )}
-    </div>
+    <SidePage
+      page="webhooks" title="Webhooks" lead="Events sent to your application as they happen, signed with a secret only it knows." onSignOut={props.onSignOut}
+      actions={
+        <button type="button" class="btn btn-primary" onClick={create} data-focus-home data-testid="create-webhook">
+          <PlusIcon /><span>Create webhook</span>
+        </button>
+      }
+      summary={state.status === 'ready' && state.hooks.length > 0 ? plural(state.hooks.length, 'webhook') : ''}
+      summaryTestId="webhooks-summary"
+      over={<>
+        {dialog?.type === 'create' && (
+          <CreateWebhookDialog onClose={() => setDialog(null)} onCreated={(created) => {
+            added(created);
+            setDialog({ type: 'created', created });
+          }} />
+        )}
+        {/* Closing drops the answer: the secret is referred to from nowhere after this. */}
+        {dialog?.type === 'created' && <WebhookCreatedDialog created={dialog.created} onClose={() => setDialog(null)} />}
+        {dialog?.type === 'delete' && (
+          <DeleteWebhookDialog hook={dialog.hook} onClose={() => setDialog(null)} onDeleted={() => {
+            const url = dialog.hook.url;
+            removed(dialog.hook.webhook_id);
+            setDialog(null);
+            toastSuccess(`Deleted the webhook for “${middleEllipsis(url, 48)}”`);
+          }} />
+        )}
+      </>}
+    >
+      {content}
+    </SidePage>
   );
 }

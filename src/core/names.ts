@@ -16,6 +16,16 @@ export function validateName(raw: string, field = 'name'): string {
   return name;
 }
 
+/**
+ * The name of the object S3 keeps under a key ending in "/" (`a/` holding bytes): the file
+ * with the empty name in the folder `a`, so that the folder's path and the name spell the key
+ * exactly. validateName never answers it, so no name given anywhere else spells it.
+ */
+export const FOLDER_KEY_NAME = '';
+
+/** A new file's name: a valid name, or FOLDER_KEY_NAME where the S3 interface gives it (`s3Key`). */
+export const validateFileName = (raw: string, s3Key: boolean): string => (s3Key && raw === FOLDER_KEY_NAME ? raw : validateName(raw));
+
 /** The key that name sorting and search compare: case-folded, the same on every database. */
 export const nameKey = (name: string): string => name.normalize('NFC').toLowerCase();
 

@@ -1,20 +1,21 @@
 /**
- * How S3's names meet Coffer's tree (contract §12; docs/s3.md, "Mapping"):
+ * How S3's names meet Coffer's tree (contract §12; docs/s3.md, "Mapping", "Keys and folders"):
  * - a bucket is a top-level folder;
  * - the key `a/b/c.txt` is the file `c.txt` in the folder `a/b` of the bucket, folders made as
  *   needed (and removed again once S3 empties them, if S3 made them);
- * - a key ending in "/" names a folder (a "directory marker"): PUT makes it, nothing else;
+ * - a key ending in "/" names the folder: with no bytes (a "directory marker") PUT makes the
+ *   folder alone; with bytes, the object is the file of the empty name in that folder
+ *   (FOLDER_KEY_NAME), which no other name spells, so `a/` and `a/x` round-trip side by side;
  * - within a folder a name is one object: of several files of one name (the programmatic
  *   interface allows them) S3 sees the newest, and a PUT or a DELETE acts on all of them.
- * Every segment must be a Coffer name as it is (no white space around it, no control
+ * Every other segment must be a Coffer name as it is (no white space around it, no control
  * character, not "." or "..", at most 255 bytes); a key is at most 1024 bytes, as in S3.
- * Keys a folder tree cannot hold as they are (an empty segment, a lone space, bytes under a
- * key ending in "/") are refused rather than stored under an escaped name: the Playground,
- * the programmatic interface and the edges show a file by the name S3 gave it (docs/s3.md,
- * "Names a folder tree cannot hold"). A key whose percent-encoded bytes are not UTF-8 is
+ * Keys a folder tree cannot hold as they are (an empty segment, a lone space) are refused
+ * rather than stored under an escaped name: the Playground, the programmatic interface and the
+ * edges show a file by the name S3 gave it. A key whose percent-encoded bytes are not UTF-8 is
  * InvalidURI, as S3 answers it.
  */
-import { validateName } from '../core/names.js';
+import { FOLDER_KEY_NAME, validateName } from '../core/names.js';
 import type { Caller } from '../core/access.js';
 import type { CofferService } from '../service/service.js';
 import type { Sight } from '../service/access.js';
@@ -52,11 +53,13 @@ export function bucketAndKey(path: string): { bucket: string | null; key: string
   return { bucket, key: raw === '' ? null : decodeKey(raw) };
 }
 
-/** A key as folder names and a file name; `name` is null for a key ending in "/". */
+/** A key as folder names and a file name; a key ending in "/" has FOLDER_KEY_NAME, and `folderKey`. */
 export interface KeyPath {
   key: string;
   folders: string[];
-  name: string | null;
+  name: string;
+  /** The key ends in "/": it names the folder `folders`, and holds bytes only as FOLDER_KEY_NAME. */
+  folderKey: boolean;
 }
 
 function validSegment(key: string, segment: string): string {
@@ -79,7 +82,8 @@ export function parseKey(key: string): KeyPath {
     if (s === '') throw s3Errors.invalidKey(key, 'it has an empty segment ("//", or "/" at the start)');
     validSegment(key, s);
   }
-  return { key, folders: segments, name: last === '' ? null : validSegment(key, last) };
+  if (last === '') return { key, folders: segments, name: FOLDER_KEY_NAME, folderKey: true };
+  return { key, folders: segments, name: validSegment(key, last), folderKey: false };
 }
 
 /**

@@ -7,7 +7,7 @@
 import type { UploadKey } from '../service/uploads/s3.js';
 import { writeCondition } from './conditional-writes.js';
 import { s3Errors } from './errors.js';
-import { parseKey, requireBucket, type BucketAt } from './mapping.js';
+import { requireBucket, type BucketAt } from './mapping.js';
 import { etagOf, intParam, isoTime, noBody, ownerOf, quoted, xmlAnswer, type S3Handler, type S3Request } from './context.js';
 import { contentTypeOf, metaOf, visibilityOf } from './object-headers.js';
 import { requireCopySource, withMd5, writePlace } from './objects.js';
@@ -31,10 +31,9 @@ function partNumberOf(r: S3Request): number {
 
 export const createMultipart: S3Handler = async (r) => {
   await noBody(r);
-  if (parseKey(r.key!).name === null) throw s3Errors.invalidKey(r.key!, 'an object needs a file name, not a key ending in "/"');
   const { bucket, path, at } = await writePlace(r);
   const file = await r.service.multipart.create(r.caller, {
-    at, bucketId: bucket.at.folder.id, key: r.key!, name: path.name!, contentType: contentTypeOf(r.headers, path.name!),
+    at, bucketId: bucket.at.folder.id, key: r.key!, name: path.name, contentType: contentTypeOf(r.headers, path.name),
     visibility: visibilityOf(r.headers), meta: metaOf(r.headers),
   });
   const answer = xmlAnswer('InitiateMultipartUploadResult', [['Bucket', bucket.name], ['Key', r.key!], ['UploadId', file.id]]);

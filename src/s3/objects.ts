@@ -31,20 +31,15 @@ async function place(r: S3Request, bucketName: string, key: string): Promise<{ b
 /** The object a key names, or NoSuchKey. */
 export async function requireObject(r: S3Request, bucketName: string, key: string): Promise<StoredFile> {
   const { path, at } = await place(r, bucketName, key);
-  const file = at && path.name !== null ? await r.service.paths.newest(r.caller, at, path.name) : null;
+  const file = at ? await r.service.paths.newest(r.caller, at, path.name) : null;
   if (!file) throw s3Errors.noSuchKey(key);
   return file;
 }
 
-/**
- * The folder a key's object goes in, made where missing; AccessDenied outside the caller's reach.
- * `markerRefused` is the error for a key ending in "/" where the operation cannot make a folder
- * of it: thrown before any folder is made.
- */
-export async function writePlace(r: S3Request, markerRefused?: () => Error): Promise<{ bucket: BucketAt; path: KeyPath; at: Located }> {
+/** The folder a key's object goes in, made where missing; AccessDenied outside the caller's reach. */
+export async function writePlace(r: S3Request): Promise<{ bucket: BucketAt; path: KeyPath; at: Located }> {
   const bucket = await requireBucket(r.service, r.caller, r.bucket!);
   const path = parseKey(r.key!);
-  if (path.name === null && markerRefused) throw markerRefused();
   let at: Located;
   try {
     at = await r.service.paths.ensureFolders(r.caller, bucket.sight, bucket.at, path.folders);
@@ -58,12 +53,12 @@ export async function writePlace(r: S3Request, markerRefused?: () => Error): Pro
 }
 
 export const putObject: S3Handler = async (r) => {
-  // A directory marker holds no bytes.
-  const { path, at } = await writePlace(r, r.payload().length > 0 ? () => s3Errors.invalidRequest('A key ending in "/" is a folder in Coffer and holds no bytes.') : undefined);
+  const { path, at } = await writePlace(r);
   const condition = writeCondition(r);
   const payload = r.payload();
-  if (path.name === null) {
-    // A directory marker: the folder is the object.
+  if (path.folderKey && payload.length === 0 && !condition && !(await r.service.paths.newest(r.caller, at, path.name))) {
+    // A directory marker: the folder is the object. Over an object `a/` with bytes, it is an
+    // empty object instead, as S3 replaces it.
     await noBody(r);
     return { headers: { etag: quoted(EMPTY_MD5) } };
   }
@@ -115,7 +110,7 @@ export const deleteObject: S3Handler = async (r) => {
   checkVersionId(r);
   const { path, at } = await place(r, r.bucket!, r.key!);
   // Where the caller sees no files (above its folder) there is nothing to delete, as where there is no file.
-  if (at && at.place === 'inside' && path.name !== null) await r.service.paths.removeNamed(r.caller, at, [path.name]);
+  if (at && at.place === 'inside') await r.service.paths.removeNamed(r.caller, at, [path.name]);
   return { status: 204 };
 };
 
@@ -143,10 +138,6 @@ export const deleteObjects: S3Handler = async (r) => {
       path = parseKey(key);
     } catch (err) {
       results.push(['Error', [['Key', key], ['Code', 'InvalidArgument'], ['Message', (err as Error).message]]]);
-      continue;
-    }
-    if (path.name === null) {
-      if (!quiet) results.push(['Deleted', [['Key', key], ['VersionId', versionOf.get(key)]]]);
       continue;
     }
     const id = JSON.stringify(path.folders);
@@ -214,8 +205,7 @@ const SELF_COPY = 'This copy request is illegal because it is trying to copy an 
 export const copyObject: S3Handler = async (r) => {
   await noBody(r);
   const source = await requireCopySource(r);
-  const { path: place, at } = await writePlace(r, () => s3Errors.invalidKey(r.key!, 'a copy needs a file name, not a key ending in "/"'));
-  const path = { ...place, name: place.name! };
+  const { path, at } = await writePlace(r);
   const replace = r.headers.get('x-amz-metadata-directive') === 'REPLACE';
   const named = copySource(r);
   if (!replace && named.bucket === r.bucket && named.key === r.key) throw s3Errors.invalidRequest(SELF_COPY);

@@ -79,7 +79,7 @@ export class Objects {
     const spec = await initiateSpec(this.c, caller, {
       name: w.name, visibility: w.visibility, size: w.size, file_type: fileTypeFor(w.name, w.contentType),
       folder_id: w.at.folder?.id ?? null, content_type: w.contentType,
-    });
+    }, true);
     const upload = await this.engine.begin({ ...spec, extra: { s3_meta: w.meta } });
     try {
       const body = new BodyCutter(w.body[Symbol.asyncIterator]());

@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { errors, fail } from '../../core/errors.js';
 import type { FieldErrorCode } from '../../core/error-codes.js';
-import { validateName } from '../../core/names.js';
+import { validateFileName } from '../../core/names.js';
 import { fileTypeFor } from '../../core/file-types.js';
 import { CHUNK_SIZE } from '../../core/upload.js';
 import type { MetadataTx, S3Upload, StoredFile, StoredPart } from '../../core/ports.js';
@@ -56,7 +56,7 @@ export class Multipart {
   async create(caller: Caller, u: NewUpload): Promise<StoredFile> {
     authorize(caller, 'upload');
     if (u.at.place !== 'inside') throw errors.outOfReach();
-    const name = validateName(u.name);
+    const name = validateFileName(u.name, true);
     return this.engine.begin({
       name, visibility: u.visibility, size: 0, fileType: fileTypeFor(name, u.contentType), contentType: u.contentType,
       folderId: u.at.folder?.id ?? null, grantId: null, extra: { s3_etag: null, s3_meta: u.meta },

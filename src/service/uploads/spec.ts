@@ -5,7 +5,7 @@
  */
 import mime from 'mime';
 import { errors } from '../../core/errors.js';
-import { validateName } from '../../core/names.js';
+import { validateFileName } from '../../core/names.js';
 import { parseFileType, parseVisibility } from '../../core/records.js';
 import { isSendableContentType } from '../../core/file-types.js';
 import { checkDeclaredSize } from '../../core/upload.js';
@@ -25,12 +25,13 @@ function contentTypeOf(req: InitiateUploadRequest, name: string): string {
   return req.content_type;
 }
 
-export async function initiateSpec(c: ServiceContext, caller: Caller, req: InitiateUploadRequest): Promise<UploadSpec> {
+/** `s3Key`: the S3 interface names it, so the name of a key ending in "/" (FOLDER_KEY_NAME) is one. */
+export async function initiateSpec(c: ServiceContext, caller: Caller, req: InitiateUploadRequest, s3Key = false): Promise<UploadSpec> {
   authorize(caller, 'upload');
   const folderId = req.folder_id ?? defaultUploadFolder(caller);
   if (folderId !== null) await c.requireFolder(c.meta.read, folderId);
   await authorizeFolder(c.meta.read, caller, 'upload', folderId);
-  const name = validateName(req.name);
+  const name = validateFileName(req.name, s3Key);
   const visibility = parseVisibility(req.visibility);
   checkDeclaredSize(req.size, c.opts.maxFileSize);
   const fileType = parseFileType(req.file_type);

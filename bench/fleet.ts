@@ -52,6 +52,7 @@ async function prewarmRounds(f: Fleet, edges: Edge[], opts: Options, count: numb
         `all after ${res.allHitMs === null ? "n/a (limit reached)" : `${fmt(res.allHitMs, 0)} ms`}; origin sent ${fmt(res.originBytes / MiB, 1)} MiB` +
         `${Object.keys(res.otherStatuses).length > 0 ? `; other answers while waiting: ${JSON.stringify(res.otherStatuses)}` : ""}`,
     );
+    for (const u of res.unavailable) log(`  503 at edge ${u.edge}${u.parent ? " (parent)" : ""} after ${u.ms} ms: ${u.why}`);
     await sleep(300);
   }
   return rounds;

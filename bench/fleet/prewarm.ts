@@ -7,7 +7,7 @@ import { header, median, pickRandom, sha256 } from "../common.js";
 import { CHECK_PREWARM_BYTES, describe, type Checks } from "./checks.js";
 import type { Options } from "./options.js";
 import { originCounters, originCpuMs } from "./origin-counters.js";
-import { edgeGet, waitAllHit } from "./probe.js";
+import { edgeGet, waitAllHit, type HitWait } from "./probe.js";
 import type { Edge, Fleet } from "./procs.js";
 import { complete, sendParts } from "./upload.js";
 
@@ -21,6 +21,8 @@ export interface PrewarmRound {
   edgesHit: number;
   firstAnswer: Record<string, number>;
   otherStatuses: Record<string, number>;
+  /** Each 503 seen while waiting (probe.ts). */
+  unavailable: HitWait["unavailable"];
   /** The origin's CPU from complete-upload's request until every edge was a HIT, ms. */
   originCpuMs: number;
   /** Of complete-upload's time, how long the change waited for the edges (the origin's own histogram). */
@@ -66,6 +68,7 @@ export async function prewarmRound(fleet: Fleet, edges: Edge[], opts: Options, n
     edgesHit: hits.length,
     firstAnswer: wait.firstAnswer,
     otherStatuses: wait.otherStatuses,
+    unavailable: wait.unavailable,
     originCpuMs: origin1 - origin0,
     originBytes: counters1.blobBytes - counters0.blobBytes,
     ackWaitMs: counters1.acks > counters0.acks ? (counters1.ackWaitS - counters0.ackWaitS) * 1000 : null,

@@ -21,6 +21,8 @@ export interface HitWait {
   otherStatuses: Record<string, number>;
   /** Edges whose first answer was 200 MISS, 200 HIT, or something else. */
   firstAnswer: Record<string, number>;
+  /** Each 503 seen: which edge, when, and the message of a GET sent right after it (why). */
+  unavailable: Array<{ edge: number; parent: boolean; ms: number; why: string }>;
 }
 
 const bump = (m: Record<string, number>, key: string): void => {
@@ -29,7 +31,7 @@ const bump = (m: Record<string, number>, key: string): void => {
 
 /** HEADs every edge every pollMs until each answers 200 with X-Cache: HIT. */
 export async function waitAllHit(edges: Edge[], pathQuery: string, t0: number, opts: Options, signal: AbortSignal): Promise<HitWait> {
-  const result: HitWait = { hitMs: edges.map(() => null), otherStatuses: {}, firstAnswer: {} };
+  const result: HitWait = { hitMs: edges.map(() => null), otherStatuses: {}, firstAnswer: {}, unavailable: [] };
   const deadline = t0 + opts.phaseTimeoutMs;
   await Promise.all(
     edges.map(async (edge, i) => {
@@ -53,6 +55,12 @@ export async function waitAllHit(edges: Edge[], pathQuery: string, t0: number, o
             return;
           }
           if (res.status !== 200) bump(result.otherStatuses, String(res.status));
+          if (res.status === 503) {
+            // A HEAD carries no body: a GET right after says which refusal it was, if it still holds.
+            const again = await edgeGet(edge, pathQuery).catch((err: unknown) => ({ status: 0, body: Buffer.from(errorMessage(err)) }));
+            const why = again.status === 503 ? again.body.toString("utf8").slice(0, 160) : `then ${again.status}`;
+            result.unavailable.push({ edge: edge.index + 1, parent: edge.parents.length === 0, ms: Math.round(now - t0), why });
+          }
         }
         await sleep(opts.pollMs, signal).catch(() => {});
       }

@@ -120,6 +120,8 @@ export class EdgeHub {
       head: () => this.head.seq,
       learned: (seq) => this.head.readFromLog(seq),
       drainMs: opts.drainMs ?? opts.leaseMs,
+      // An edge drops a stream silent for a lease: a ping after 2/5 of one leaves it 3/5 to spare.
+      quietMs: Math.floor((opts.leaseMs * 2) / 5),
       clock,
     });
     const schedulePoll = () => this.poller.schedule();

@@ -21,6 +21,8 @@ interface Stream {
   sent: number;
   pumping: boolean;
   again: boolean;
+  /** When anything was last written to it (clock.monotonic). */
+  wroteAt: number;
 }
 
 export interface FeedStreamsOptions {
@@ -30,6 +32,8 @@ export interface FeedStreamsOptions {
   /** Told of every sequence read from the log for a stream (it may be news to the origin). */
   learned(seq: number): void;
   drainMs: number;
+  /** A stream is pinged only once nothing was written to it for this long (default: always). */
+  quietMs?: number;
   clock: Clock;
 }
 
@@ -64,7 +68,7 @@ export class FeedStreams {
       'X-Accel-Buffering': 'no',
     });
     res.socket?.setNoDelay(true);
-    const stream: Stream = { edgeId, res, sent: after, pumping: false, again: false };
+    const stream: Stream = { edgeId, res, sent: after, pumping: false, again: false, wroteAt: this.o.clock.monotonic() };
     this.streams.add(stream);
     res.on('close', () => this.streams.delete(stream));
     void this.pump(stream);
@@ -76,10 +80,22 @@ export class FeedStreams {
     for (const s of this.streams) if (!behindOnly || s.sent < head) void this.pump(s);
   }
 
-  /** Pings every stream that is idle, up to date and not full. */
+  /**
+   * Pings every stream that is idle, up to date, not full and quiet for `quietMs`: a ping only
+   * keeps a silent stream's watchdog quiet, so one written to lately needs none. All of them
+   * get the one text.
+   */
   ping(): void {
     const head = this.o.head();
-    for (const s of this.streams) if (s.sent >= head && !s.pumping && !s.res.writableNeedDrain) s.res.write(`event: ping\ndata: {"head":${head}}\n\n`);
+    const now = this.o.clock.monotonic();
+    const quietSince = now - (this.o.quietMs ?? 0);
+    let text: string | null = null;
+    for (const s of this.streams) {
+      if (s.sent < head || s.pumping || s.wroteAt > quietSince || s.res.writableNeedDrain) continue;
+      text ??= `event: ping\ndata: {"head":${head}}\n\n`;
+      s.res.write(text);
+      s.wroteAt = now;
+    }
   }
 
   /** The open streams and the bytes each holds unsent (for operators and tests). */
@@ -150,6 +166,7 @@ export class FeedStreams {
   private send(s: Stream, text: string): Promise<boolean> {
     const res = s.res;
     if (res.destroyed) return Promise.resolve(false);
+    s.wroteAt = this.o.clock.monotonic();
     if (res.write(text)) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
       const done = (ok: boolean) => {

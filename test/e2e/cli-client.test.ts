@@ -5,7 +5,7 @@
  * once for the file. What they print is checked, and what they did is checked at the
  * service: through the SDK at the origin and with plain GETs at the edge.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CofferClient, type FileRecord, type FolderRecord, type ListResponse } from '../../src/sdk/index.js';
 import { CLI, spawnCoffer, type CofferProcess } from '../helpers/processes.js';
 import { startOldServer } from '../helpers/old-server.js';
+import { cliEnv, cliRunner, collectRun, type CliResult, type CliRunner, type RunOptions } from '../helpers/cli-run.js';
 import { sha256 } from '../kit/index.js';
 
 const KEY = 'cli-client-test-key';
@@ -33,66 +34,14 @@ let sdk: CofferClient;
 
 // ---------------------------------------------------------------- running the CLI
 
-interface Result {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-  /** Standard output as bytes, for `download -o -`. */
-  out: Buffer;
-}
-
-interface RunOptions {
-  cwd?: string;
-  /** Added to (or, when undefined, removed from) the CLI's environment. */
-  env?: Record<string, string | undefined>;
-}
-
-/** The runner's environment without any COFFER_* variable, plus the service's address and key. */
-function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('COFFER_')) env[k] = v;
-  Object.assign(env, { COFFER_URL: origin, COFFER_ACCESS_KEY: KEY, XDG_STATE_HOME: join(root, 'state') });
-  for (const [k, v] of Object.entries(extra)) {
-    if (v === undefined) delete env[k];
-    else env[k] = v;
-  }
-  return env;
-}
-
-function collect(child: ChildProcess): Promise<Result> {
-  const out: Buffer[] = [];
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => out.push(d));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code, signal) => {
-      const bytes = Buffer.concat(out);
-      resolve({ code, signal, stdout: bytes.toString(), stderr, out: bytes });
-    });
-  });
-}
-
-/** Starts `coffer ARGS…`; `done` resolves once it has exited and its output is read. */
-function start(args: string[], opts: RunOptions = {}): { child: ChildProcess; done: Promise<Result> } {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: opts.cwd ?? root, env: cliEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return { child, done: collect(child) };
-}
-
-const coffer = (args: string[], opts: RunOptions = {}): Promise<Result> => start(args, opts).done;
-
+let cli: CliRunner;
+const start = (args: string[], opts: RunOptions = {}) => cli.start(args, opts);
+const coffer = (args: string[], opts: RunOptions = {}): Promise<CliResult> => cli.run(args, opts);
 /** A run that must succeed; its output is in the message when it does not. */
-async function ok(args: string[], opts: RunOptions = {}): Promise<Result> {
-  const r = await coffer(args, opts);
-  expect(r.code, `coffer ${args.join(' ')}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`).toBe(0);
-  return r;
-}
+const ok = (args: string[], opts: RunOptions = {}): Promise<CliResult> => cli.ok(args, opts);
 
 /** A run that must fail with exit code `code` and one message on standard error, `coffer: …`. */
-async function fails(args: string[], opts: RunOptions = {}, code = 1): Promise<Result> {
+async function fails(args: string[], opts: RunOptions = {}, code = 1): Promise<CliResult> {
   const r = await coffer(args, opts);
   expect(r.code, `coffer ${args.join(' ')}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`).toBe(code);
   const lines = r.stderr.trimEnd().split('\n');
@@ -101,7 +50,7 @@ async function fails(args: string[], opts: RunOptions = {}, code = 1): Promise<R
   return r;
 }
 
-const json = <T = any>(r: Result): T => JSON.parse(r.stdout) as T;
+const json = <T = any>(r: CliResult): T => JSON.parse(r.stdout) as T;
 const listing = async (folder?: string): Promise<ListResponse> => json<ListResponse>(await ok(['ls', ...(folder ? [folder] : []), '--json']));
 
 // ---------------------------------------------------------------- the service
@@ -134,6 +83,7 @@ beforeAll(async () => {
   edge = await service.ready;
   origin = /origin listening on (http:\/\/\S+)/.exec(service.stdout())![1]!;
   sdk = new CofferClient({ url: origin, accessKey: KEY });
+  cli = cliRunner({ url: origin, key: KEY, root });
 });
 
 afterAll(async () => {
@@ -302,7 +252,7 @@ describe('coffer ls', () => {
       fails(['ls', top.folder_id, '--sort', 'colour']),
     ]);
 
-    const rows = (r: Result) => r.stdout.trimEnd().split('\n').map((l) => l.split(/ {2,}/));
+    const rows = (r: CliResult) => r.stdout.trimEnd().split('\n').map((l) => l.split(/ {2,}/));
     const t = rows(table);
     expect(table.stdout.split('\n')[0]).toMatch(/^ID +NAME +SIZE +VISIBILITY +MODIFIED$/);
     expect(t.slice(1).map((row) => row.slice(0, 4))).toEqual([
@@ -848,8 +798,8 @@ describe.skipIf(!existsSync('/usr/bin/script') && !existsSync('/bin/script'))('c
     const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
     const command = [process.execPath, CLI, 'upload', 'ptyfiles', '--concurrency', '1'].map(quote).join(' ');
     // `script` runs the command on a pseudo-terminal: standard error is a TTY there.
-    const child = spawn('script', ['-qefc', command, '/dev/null'], { cwd: work, env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    const r = await collect(child);
+    const child = spawn('script', ['-qefc', command, '/dev/null'], { cwd: work, env: cliEnv({ url: origin, key: KEY, root }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const r = await collectRun(child);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const screen = r.stdout;
     expect(screen).toMatch(/█/);

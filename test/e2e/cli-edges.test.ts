@@ -3,46 +3,24 @@
  * this process on a clock moved by hand. Edges are played over HTTP with the edge token, so
  * one is live and one has stopped answering, exactly when the test says.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI } from '../helpers/processes.js';
+import { cliRunner, type CliResult, type CliRunner } from '../helpers/cli-run.js';
 import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { ManualClock } from '../kit/index.js';
 
 const clock = new ManualClock(Date.now());
 const TOKEN = `cli-edges-token-${Math.random().toString(36).slice(2)}`;
-const ESC = /\x1b/;
 let o: TestOrigin;
 let root: string;
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function coffer(args: string[], key: string | undefined = o.key): Promise<Result> {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('COFFER_')) env[k] = v;
-  Object.assign(env, { COFFER_URL: o.url, XDG_STATE_HOME: join(root, 'state'), ...(key !== undefined ? { COFFER_ACCESS_KEY: key } : {}) });
-  const child = spawn(process.execPath, [CLI, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-const shown = (args: string[], r: Result) => `coffer ${args.join(' ')}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`;
-async function ok(args: string[], key?: string): Promise<Result> {
-  const r = await coffer(args, key);
-  expect(r.code, shown(args, r)).toBe(0);
-  expect(r.stdout + r.stderr).not.toMatch(ESC);
+let cli: CliRunner;
+const coffer = (args: string[], key?: string): Promise<CliResult> => cli.run(args, key === undefined ? {} : { key });
+async function ok(args: string[]): Promise<CliResult> {
+  const r = await cli.ok(args);
+  expect(r.stdout).not.toMatch(/\x1b/);
   return r;
 }
 
@@ -60,6 +38,7 @@ const ack = (id: string) => asEdge('/_edge/ack', { edge: id, seq: 0 });
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'coffer-cli-edges-'));
   o = await startTestOrigin({ COFFER_EDGE_LEASE_MS: '5000', COFFER_EDGE_TOKEN: TOKEN }, { clock });
+  cli = cliRunner({ url: o.url, key: o.key, root });
 });
 afterAll(async () => {
   await o?.close();

@@ -5,86 +5,47 @@
  * by using it: through the CLI for keys, through the SDK (as a browser would) for grants,
  * and with plain GETs at the edge for links.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CofferClient, type FolderRecord, type KeyRecord } from '../../src/sdk/index.js';
-import { CLI, spawnCoffer, type CofferProcess } from '../helpers/processes.js';
+import { shownRun, startCliService, type CliResult, type CliService } from '../helpers/cli-run.js';
 import { sha256 } from '../kit/index.js';
 
-const ROOT_KEY = 'cli-keys-test-root-key';
-const SECRET = 'cli-keys-test-secret';
 const KEY = /^ck_[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/;
 const GRANT = /^cg_[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/;
-const ESC = /\x1b/;
 
+let service: CliService;
 let root: string;
-let service: CofferProcess;
 let origin: string;
 let edge: string;
 let sdk: CofferClient;
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `coffer ARGS…` with only COFFER_URL and COFFER_ACCESS_KEY (the root key unless `key` says otherwise). */
-function coffer(args: string[], key: string | undefined = ROOT_KEY): Promise<Result> {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('COFFER_')) env[k] = v;
-  Object.assign(env, { COFFER_URL: origin, XDG_STATE_HOME: join(root, 'state'), ...(key !== undefined ? { COFFER_ACCESS_KEY: key } : {}) });
-  const child = spawn(process.execPath, [CLI, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-const shown = (args: string[], r: Result) => `coffer ${args.join(' ')}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`;
-
-async function ok(args: string[], key?: string): Promise<Result> {
-  const r = await coffer(args, key);
-  expect(r.code, shown(args, r)).toBe(0);
-  expect(r.stderr).not.toMatch(ESC);
-  return r;
-}
+/** Runs `coffer ARGS…` with only COFFER_URL and COFFER_ACCESS_KEY (the root key unless `key` is given). */
+const coffer = (args: string[], key?: string): Promise<CliResult> => service.run(args, key === undefined ? {} : { key });
+const ok = (args: string[], key?: string): Promise<CliResult> => service.ok(args, key === undefined ? {} : { key });
 
 /** A run that must exit 1 with a single `coffer: …` line as the last thing on standard error, nothing on standard output. */
-async function fails(args: string[], key?: string): Promise<Result> {
+async function fails(args: string[], key?: string): Promise<CliResult> {
   const r = await coffer(args, key);
-  expect(r.code, shown(args, r)).toBe(1);
+  expect(r.code, shownRun(args, r)).toBe(1);
   // Its message last; a usage error adds the pointer to --help after it.
-  expect(r.stderr, shown(args, r)).toMatch(/(^|\n)coffer: \S[^\n]*\n(\(run with --help for usage\)\n)?$/);
-  expect(r.stdout, shown(args, r)).toBe('');
+  expect(r.stderr, shownRun(args, r)).toMatch(/(^|\n)coffer: \S[^\n]*\n(\(run with --help for usage\)\n)?$/);
+  expect(r.stdout, shownRun(args, r)).toBe('');
   return r;
 }
 
-const json = <T = any>(r: Result): T => JSON.parse(r.stdout) as T;
+const json = <T = any>(r: CliResult): T => JSON.parse(r.stdout) as T;
 
 beforeAll(async () => {
-  root = await mkdtemp(join(tmpdir(), 'coffer-cli-keys-'));
-  service = spawnCoffer({
-    name: 'serve', kind: 'edge', args: ['serve'],
-    env: { COFFER_PORT: '0', COFFER_EDGE_PORT: '0', COFFER_DATA_DIR: join(root, 'data'), COFFER_ACCESS_KEY: ROOT_KEY, COFFER_SIGNING_SECRET: SECRET },
-  });
-  edge = await service.ready;
-  origin = /origin listening on (http:\/\/\S+)/.exec(service.stdout())![1]!;
-  sdk = new CofferClient({ url: origin, accessKey: ROOT_KEY });
+  service = await startCliService('cli-keys');
+  ({ root, origin, edge, sdk } = service);
   await writeFile(join(root, 'note.txt'), 'a note\n');
 });
 
 afterAll(async () => {
-  await service?.stop('SIGTERM');
-  if (root) await rm(root, { recursive: true, force: true });
+  await service?.close();
 });
 
 const folder = (name: string, parent: string | null = null, visibility: 'Public' | 'Private' = 'Public'): Promise<FolderRecord> =>

@@ -71,7 +71,10 @@ class Runs {
   }
 }
 
-/** Reads lines and runs of bytes from a stream of buffers. */
+/**
+ * Reads lines and runs of bytes from a stream of buffers. A piece is never copied: a line cut
+ * between two pieces is joined from its two ends alone (at most MAX_LINE bytes).
+ */
 class ByteReader {
   private pending: Buffer = EMPTY;
   private readonly it: AsyncIterator<Buffer>;
@@ -81,6 +84,7 @@ class ByteReader {
     this.it = source[Symbol.asyncIterator]();
   }
 
+  /** The next piece into `pending`, which must be empty; false at the end. */
   private async fill(): Promise<boolean> {
     if (this.ended) return false;
     const next = await this.it.next();
@@ -88,33 +92,34 @@ class ByteReader {
       this.ended = true;
       return false;
     }
-    this.pending = this.pending.length > 0 ? Buffer.concat([this.pending, next.value]) : next.value;
+    this.pending = next.value;
     return true;
   }
 
   /** The next line without its CRLF. */
   async line(): Promise<string> {
+    // The line's bytes from earlier pieces: never more than MAX_LINE.
+    let head: Buffer = EMPTY;
     for (;;) {
-      const end = this.pending.indexOf(CRLF);
+      const joined = head.length === 0 ? this.pending : Buffer.concat([head, this.pending.subarray(0, MAX_LINE + 2)]);
+      const end = joined.indexOf(CRLF);
       if (end >= 0) {
-        const text = this.pending.subarray(0, end).toString('latin1');
-        this.pending = this.pending.subarray(end + 2);
-        return text;
+        this.pending = this.pending.subarray(end + 2 - head.length);
+        return joined.toString('latin1', 0, end);
       }
-      if (this.pending.length > MAX_LINE) throw s3Errors.invalidRequest('A chunk header of the aws-chunked body is too long.');
+      if (joined.length > MAX_LINE) throw s3Errors.invalidRequest('A chunk header of the aws-chunked body is too long.');
+      head = joined;
+      this.pending = EMPTY;
       if (!(await this.fill())) throw s3Errors.incompleteBody();
     }
   }
 
-  /** Exactly `n` bytes, as they arrive. */
-  async *take(n: number): AsyncGenerator<Buffer> {
-    while (n > 0) {
-      if (this.pending.length === 0 && !(await this.fill())) throw s3Errors.incompleteBody();
-      const piece = this.pending.length <= n ? this.pending : this.pending.subarray(0, n);
-      this.pending = this.pending.length <= n ? EMPTY : this.pending.subarray(n);
-      n -= piece.length;
-      yield piece;
-    }
+  /** The next of the `n` bytes a caller takes: as many as one piece holds, at most `n`. */
+  async some(n: number): Promise<Buffer> {
+    if (this.pending.length === 0 && !(await this.fill())) throw s3Errors.incompleteBody();
+    const piece = this.pending.length <= n ? this.pending : this.pending.subarray(0, n);
+    this.pending = this.pending.length <= n ? EMPTY : this.pending.subarray(n);
+    return piece;
   }
 
   /** Whatever is left, which must be nothing but line ends. */
@@ -255,9 +260,12 @@ export class Payload implements AsyncIterable<Buffer> {
     if (this.contentMd5 !== null && this.contentMd5 !== this.md5Digest.toString('hex')) throw s3Errors.badDigest();
   }
 
+  /** What every chunk's string to sign starts with (AWS4-HMAC-SHA256-PAYLOAD, the date, the scope). */
+  private chunkPrefix: string | null = null;
+
   private chunkSignature(previous: string, chunkSha: string): string {
-    const text = ['AWS4-HMAC-SHA256-PAYLOAD', this.v.amzDate, this.v.scope, previous, EMPTY_SHA256, chunkSha].join('\n');
-    return createHmac('sha256', this.v.signingKey).update(text).digest('hex');
+    this.chunkPrefix ??= `AWS4-HMAC-SHA256-PAYLOAD\n${this.v.amzDate}\n${this.v.scope}\n`;
+    return createHmac('sha256', this.v.signingKey).update(`${this.chunkPrefix}${previous}\n${EMPTY_SHA256}\n${chunkSha}`).digest('hex');
   }
 
   private async *readChunked(signed: boolean, trailing: boolean): AsyncGenerator<Buffer> {
@@ -272,7 +280,9 @@ export class Payload implements AsyncIterable<Buffer> {
       const signature = extensions.map((e) => /^chunk-signature=([0-9a-f]{64})$/.exec(e.trim())?.[1]).find(Boolean);
       if (signed && !signature) throw s3Errors.signatureDoesNotMatch('A chunk of the aws-chunked body is not signed.');
       const hash = signed ? createHash('sha256') : null;
-      for await (const piece of reader.take(size)) {
+      for (let left = size; left > 0;) {
+        const piece = await reader.some(left);
+        left -= piece.length;
         total += piece.length;
         if (total > this.length) throw s3Errors.incompleteBody();
         hash?.update(piece);

@@ -63,8 +63,8 @@ async function run(opts: Options, workDir: string, loadAvgStart: number | null):
   const f = await startOrigin(opts, workDir);
   fleetForCleanup = f;
   log(`copy rate: ${COPY_ROUNDS} x ${fmt(opts.prewarmBytes / MiB, 0)} MiB per receiver...`);
-  const copyRate = await measureCopyRate(opts.prewarmBytes, COPY_ROUNDS);
-  log(`copy rate: ${fmt(copyRate.bytesPerS / MiB, 0)} MiB/s`);
+  const copyRate = await measureCopyRate(opts.prewarmBytes, COPY_ROUNDS, workDir);
+  log(`copy rate: ${fmt(copyRate.bytesPerS / MiB, 0)} MiB/s bare, ${fmt(copyRate.fillBytesPerS / MiB, 0)} MiB/s as verified fills`);
   const checks = new Checks();
   let startupMs = await startEdges(opts, f, 0, 1);
   // Rounds at one edge are cheap and their complete-upload is the reference: a few more of them.

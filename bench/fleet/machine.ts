@@ -14,15 +14,21 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 export interface CopyRate {
   receivers: number;
   bytes: number;
-  /** Bytes per second, all receivers together. */
+  /** Bytes per second, all receivers together: bare socket bytes. */
   bytesPerS: number;
+  /**
+   * The same, each receiver doing what a verified fill must at least do with the bytes (SHA-256,
+   * 1 MiB writes to a new file in its own directory, fsync): the floor a prewarm is held to.
+   */
+  fillBytesPerS: number;
 }
 
 /**
  * One sender process (as the origin or a parent is) and one receiver per core, each reading
- * `size` bytes `rounds` times over its own connection at the same time: the aggregate rate.
+ * `size` bytes `rounds` times over its own connection at the same time: the aggregate rate,
+ * once for bare bytes and once as fills into files under `dir`.
  */
-export async function measureCopyRate(size: number, rounds: number): Promise<CopyRate> {
+export async function measureCopyRate(size: number, rounds: number, dir: string): Promise<CopyRate> {
   const script = path.join(HERE, "copy-peer.mjs");
   const { child: sender, match: port } = await Child.start(
     { name: "copy sender", command: process.execPath, args: [script, "send", String(size)], env: cleanEnv() },
@@ -31,11 +37,15 @@ export async function measureCopyRate(size: number, rounds: number): Promise<Cop
   );
   started.push(sender);
   const receivers = os.availableParallelism();
-  try {
+  const bytes = receivers * size * rounds;
+  /** All receivers at once; the aggregate rate over the slowest one's time. */
+  const rate = async (mode: "recv" | "fill"): Promise<number> => {
     const runs = await Promise.all(
       Array.from({ length: receivers }, async (_, i) => {
+        const own = path.join(dir, `copy-${mode}-${i + 1}`);
+        fs.mkdirSync(own, { recursive: true });
         const { child, match } = await Child.start(
-          { name: `copy receiver ${i + 1}`, command: process.execPath, args: [script, "recv", port, String(size), String(rounds)], env: cleanEnv() },
+          { name: `copy receiver ${i + 1} (${mode})`, command: process.execPath, args: [script, mode, port, String(size), String(rounds), own], env: cleanEnv() },
           /copied \d+ in ([\d.]+) ms/,
           120_000,
         );
@@ -43,8 +53,12 @@ export async function measureCopyRate(size: number, rounds: number): Promise<Cop
         return Number(match);
       }),
     );
-    const bytes = receivers * size * rounds;
-    return { receivers, bytes, bytesPerS: bytes / (Math.max(...runs) / 1000) };
+    return bytes / (Math.max(...runs) / 1000);
+  };
+  try {
+    const bytesPerS = await rate("recv");
+    const fillBytesPerS = await rate("fill");
+    return { receivers, bytes, bytesPerS, fillBytesPerS };
   } finally {
     await sender.stop();
   }

@@ -62,10 +62,11 @@ export function goals(s: Summary): Goal[] {
   // What the goal above asks against what any fan-out to every edge costs here.
   const extra = c1 === null || cN === null ? null : cN - c1;
   out.push({ line: "  complete-upload's extra time at N edges, beside the floor", value: `${fmt(extra, 0)} ms`, goal: `floor ${fmt(floor, 0)} ms`, pass: null });
-  const copyMs = ((s.edges * size) / s.copyRate.bytesPerS) * 1000;
+  // Every edge's copy is a verified fill: the floor is the rate of those, not of bare bytes (bench/README.md).
+  const copyMs = ((s.edges * size) / s.copyRate.fillBytesPerS) * 1000;
   const prewarmGoal = floor === null ? null : 3 * floor + copyMs;
   const hit = allHit(s.fleet);
-  out.push({ line: `prewarm: ${fmt(size / MiB, 0)} MiB a HIT at all ${s.edges} edges (median)`, value: `${fmt(hit, 0)} ms`, goal: `<= 3 x floor + ${s.edges} x size / copy rate = ${fmt(prewarmGoal, 0)} ms`, pass: hit === null || prewarmGoal === null ? false : hit <= prewarmGoal });
+  out.push({ line: `prewarm: ${fmt(size / MiB, 0)} MiB a HIT at all ${s.edges} edges (median)`, value: `${fmt(hit, 0)} ms`, goal: `<= 3 x floor + ${s.edges} x size / fill rate = ${fmt(prewarmGoal, 0)} ms`, pass: hit === null || prewarmGoal === null ? false : hit <= prewarmGoal });
   for (const [name, xs] of [["file/delete", s.delete.ms], ["file/update visibility (both ways)", s.visibility.ms]] as const) {
     const p99 = percentile(xs, 99);
     out.push({ line: `${name} p99`, value: `${fmt(p99, 1)} ms`, goal: `<= 2 x floor = ${fmt(floor === null ? null : 2 * floor, 1)} ms`, pass: p99 === null || floor === null ? null : p99 <= 2 * floor });
@@ -115,7 +116,7 @@ export function renderReport(opts: Options, s: Summary): string {
     lines.push(`note: the 1-minute load average was ${fmt(s.loadAverageAtStart, 2)} at the start: other work may disturb the figures`);
   }
   lines.push(`floor: all ${s.edges} edges answer GET /healthz, fanned out at once: median ${fmt(s.floor.medianMs, 1)} ms over ${s.floor.roundsMs.length} rounds (${s.floor.roundsMs.map((x) => fmt(x, 0)).join(" ")})`);
-  lines.push(`copy rate: ${fmt(s.copyRate.bytesPerS / MiB, 0)} MiB/s (1 sender, ${s.copyRate.receivers} receivers at once, ${fmt(s.copyRate.bytes / MiB, 0)} MiB over local sockets)`);
+  lines.push(`copy rate: ${fmt(s.copyRate.bytesPerS / MiB, 0)} MiB/s bare socket bytes; fill rate ${fmt(s.copyRate.fillBytesPerS / MiB, 0)} MiB/s received, SHA-256 checked, written and synced to a file (1 sender, ${s.copyRate.receivers} receivers at once, ${fmt(s.copyRate.bytes / MiB, 0)} MiB each way)`);
   lines.push("idle memory (after startup, before any prewarm at full size):");
   lines.push(memoryLine(`edge, median of ${s.edges}`, s.memory.edge));
   lines.push(memoryLine("bare Node ESM http server", s.memory.bareNode));

@@ -6,59 +6,45 @@
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import {
   CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, ListBucketsCommand, ListObjectsV2Command, PutObjectCommand, type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { ManualClock } from '../kit/index.js';
 import { expectS3Error, folderAt, makeKey, s3Client, type S3Key } from '../helpers/s3-api.js';
+import { useS3Fixture } from '../helpers/s3-fixture.js';
 
-let o: TestOrigin;
 /** The origin's time: keys expire as the test moves it. */
 const clock = new ManualClock(Date.now());
-let owner: S3Key;
-let s3: S3Client;
+const t = useS3Fixture('a', { origin: { clock } });
 const clients: S3Client[] = [];
 const clientFor = (key: S3Key): S3Client => {
-  const c = s3Client(o.origin.s3Url, key).client;
+  const c = s3Client(t.url, key).client;
   clients.push(c);
   return c;
 };
-
-beforeAll(async () => {
-  o = await startTestOrigin({ COFFER_LOG_LEVEL: 'warn' }, { clock });
-  owner = await makeKey(o);
-  s3 = clientFor(owner);
-});
-afterAll(async () => {
+afterAll(() => {
   for (const c of clients) c.destroy();
-  await o?.close();
 });
 
 const text = async (out: { Body?: unknown }) => Buffer.from(await (out.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray()).toString();
-async function newBucket(): Promise<string> {
-  const name = `a-${randomBytes(5).toString('hex')}`;
-  await s3.send(new CreateBucketCommand({ Bucket: name }));
-  return name;
-}
 const put = (client: S3Client, Bucket: string, Key: string, Body: string) => client.send(new PutObjectCommand({ Bucket, Key, Body }));
 const get = async (client: S3Client, Bucket: string, Key: string) => text(await client.send(new GetObjectCommand({ Bucket, Key })));
 
 describe('credentials', () => {
   test('a key\'s id and secret sign; unknown ids, wrong secrets, revoked and expired keys are refused at once', async () => {
-    const b = await newBucket();
-    await put(s3, b, 'x.txt', 'x');
-    await expectS3Error(clientFor({ keyId: 'nosuchkey', secret: owner.secret }).send(new ListBucketsCommand({})), 403, 'InvalidAccessKeyId');
-    await expectS3Error(clientFor({ keyId: owner.keyId, secret: `${owner.secret}x` }).send(new ListBucketsCommand({})), 403, 'SignatureDoesNotMatch');
-    const doomed = await makeKey(o);
+    const b = await t.newBucket();
+    await put(t.s3, b, 'x.txt', 'x');
+    await expectS3Error(clientFor({ keyId: 'nosuchkey', secret: t.key.secret }).send(new ListBucketsCommand({})), 403, 'InvalidAccessKeyId');
+    await expectS3Error(clientFor({ keyId: t.key.keyId, secret: `${t.key.secret}x` }).send(new ListBucketsCommand({})), 403, 'SignatureDoesNotMatch');
+    const doomed = await makeKey(t.o);
     const client = clientFor(doomed);
     expect(await get(client, b, 'x.txt')).toBe('x');
-    expect((await o.post('/collections/keys/revoke', { key_id: doomed.keyId })).status).toBe(200);
+    expect((await t.o.post('/collections/keys/revoke', { key_id: doomed.keyId })).status).toBe(200);
     await expectS3Error(client.send(new GetObjectCommand({ Bucket: b, Key: 'x.txt' })), 403, 'InvalidAccessKeyId');
-    const made = await o.post('/collections/keys/create', { name: 'short', scopes: ['read'], expires_in: 1 });
+    const made = await t.o.post('/collections/keys/create', { name: 'short', scopes: ['read'], expires_in: 1 });
     const short = clientFor({ keyId: made.body.key_id, secret: made.body.key });
     await clock.advance(1100);
     await expectS3Error(short.send(new ListBucketsCommand({})), 403, 'InvalidAccessKeyId');
@@ -67,10 +53,10 @@ describe('credentials', () => {
 
 describe('scopes and confinement', () => {
   test('read lists and gets but writes nothing; write puts and deletes but reads nothing', async () => {
-    const b = await newBucket();
-    await put(s3, b, 'doc.txt', 'hello');
-    const reader = clientFor(await makeKey(o, ['read']));
-    const writer = clientFor(await makeKey(o, ['write']));
+    const b = await t.newBucket();
+    await put(t.s3, b, 'doc.txt', 'hello');
+    const reader = clientFor(await makeKey(t.o, ['read']));
+    const writer = clientFor(await makeKey(t.o, ['write']));
     expect(await get(reader, b, 'doc.txt')).toBe('hello');
     expect((await reader.send(new ListObjectsV2Command({ Bucket: b }))).Contents!.map((c) => c.Key)).toEqual(['doc.txt']);
     await expectS3Error(put(reader, b, 'new.txt', 'no'), 403, 'AccessDenied');
@@ -84,56 +70,56 @@ describe('scopes and confinement', () => {
   });
 
   test('a key confined to a folder sees its subtree and the way down to it; the rest is as if it did not exist', async () => {
-    const b = await newBucket();
-    const other = await newBucket();
-    await put(s3, b, 'team/in.txt', 'in');
-    await put(s3, b, 'out.txt', 'out');
-    await put(s3, other, 'o.txt', 'o');
-    const confined = clientFor(await makeKey(o, ['read', 'write'], await folderAt(o, `${b}/team`)));
+    const b = await t.newBucket();
+    const other = await t.newBucket();
+    await put(t.s3, b, 'team/in.txt', 'in');
+    await put(t.s3, b, 'out.txt', 'out');
+    await put(t.s3, other, 'o.txt', 'o');
+    const confined = clientFor(await makeKey(t.o, ['read', 'write'], await folderAt(t.o, `${b}/team`)));
     expect((await confined.send(new ListBucketsCommand({}))).Buckets!.map((x) => x.Name)).toEqual([b]);
     expect((await confined.send(new ListObjectsV2Command({ Bucket: b }))).Contents!.map((c) => c.Key)).toEqual(['team/in.txt']);
     expect(await get(confined, b, 'team/in.txt')).toBe('in');
     await put(confined, b, 'team/deep/new.txt', 'new');
-    expect(await get(s3, b, 'team/deep/new.txt')).toBe('new');
+    expect(await get(t.s3, b, 'team/deep/new.txt')).toBe('new');
     await expectS3Error(confined.send(new GetObjectCommand({ Bucket: b, Key: 'out.txt' })), 404, 'NoSuchKey');
     await expectS3Error(put(confined, b, 'out.txt', 'overwrite'), 403, 'AccessDenied');
     await expectS3Error(put(confined, b, 'elsewhere/x.txt', 'x'), 403, 'AccessDenied');
     await expectS3Error(confined.send(new GetObjectCommand({ Bucket: other, Key: 'o.txt' })), 404, 'NoSuchBucket');
     // Deleting what it cannot see removes nothing.
     await confined.send(new DeleteObjectCommand({ Bucket: b, Key: 'out.txt' }));
-    expect(await get(s3, b, 'out.txt')).toBe('out');
+    expect(await get(t.s3, b, 'out.txt')).toBe('out');
   });
 });
 
 describe('presigned URLs and signed chunks', () => {
   test('a presigned GET and PUT work as given on the S3 port; changed or expired ones are refused', async () => {
-    const b = await newBucket();
-    await put(s3, b, 'dir/shared file.txt', 'shared bytes');
-    const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: b, Key: 'dir/shared file.txt' }), { expiresIn: 300 });
+    const b = await t.newBucket();
+    await put(t.s3, b, 'dir/shared file.txt', 'shared bytes');
+    const url = await getSignedUrl(t.s3, new GetObjectCommand({ Bucket: b, Key: 'dir/shared file.txt' }), { expiresIn: 300 });
     const ok = await fetch(url);
     expect([ok.status, await ok.text()]).toEqual([200, 'shared bytes']);
     const other = await fetch(url.replace('shared%20file.txt', 'other.txt'));
     expect([other.status, await other.text()]).toEqual([403, expect.stringContaining('<Code>SignatureDoesNotMatch</Code>')]);
-    const expired = await fetch(await getSignedUrl(s3, new GetObjectCommand({ Bucket: b, Key: 'dir/shared file.txt' }), { expiresIn: 1, signingDate: new Date(Date.now() - 10_000) }));
+    const expired = await fetch(await getSignedUrl(t.s3, new GetObjectCommand({ Bucket: b, Key: 'dir/shared file.txt' }), { expiresIn: 1, signingDate: new Date(Date.now() - 10_000) }));
     expect([expired.status, await expired.text()]).toEqual([403, expect.stringMatching(/<Code>AccessDenied<\/Code><Message>Request has expired/)]);
-    const upload = await getSignedUrl(s3, new PutObjectCommand({ Bucket: b, Key: 'up.txt' }), { expiresIn: 300 });
+    const upload = await getSignedUrl(t.s3, new PutObjectCommand({ Bucket: b, Key: 'up.txt' }), { expiresIn: 300 });
     expect((await fetch(upload, { method: 'PUT', body: 'put by URL' })).status).toBe(200);
-    expect(await get(s3, b, 'up.txt')).toBe('put by URL');
+    expect(await get(t.s3, b, 'up.txt')).toBe('put by URL');
   });
 
   test('a STREAMING-AWS4-HMAC-SHA256-PAYLOAD body is stored when every chunk signature holds, refused when one does not', async () => {
-    const b = await newBucket();
+    const b = await t.newBucket();
     const data = randomBytes(150_000);
     const ok = await chunkedPut(b, 'chunked.bin', data, 64 * 1024);
     expect(ok.status, ok.body).toBe(200);
     expect(ok.etag).toBe(`"${createHash('md5').update(data).digest('hex')}"`);
-    const got = await s3.send(new GetObjectCommand({ Bucket: b, Key: 'chunked.bin' }));
+    const got = await t.s3.send(new GetObjectCommand({ Bucket: b, Key: 'chunked.bin' }));
     expect(Buffer.from(await got.Body!.transformToByteArray()).equals(data)).toBe(true);
     const bad = await chunkedPut(b, 'tampered.bin', data, 64 * 1024, (body) => {
       body[70_000] = body[70_000]! ^ 1;
     });
     expect([bad.status, bad.body]).toEqual([403, expect.stringContaining('<Code>SignatureDoesNotMatch</Code>')]);
-    expect((await s3.send(new ListObjectsV2Command({ Bucket: b }))).Contents!.map((c) => c.Key)).toEqual(['chunked.bin']);
+    expect((await t.s3.send(new ListObjectsV2Command({ Bucket: b }))).Contents!.map((c) => c.Key)).toEqual(['chunked.bin']);
   });
 });
 
@@ -153,13 +139,13 @@ class Sha256 {
 
 /** A PUT whose body is aws-chunked with signed chunks, as SigV4's streaming mode defines it. */
 async function chunkedPut(bucket: string, key: string, data: Buffer, chunk: number, tamper?: (body: Buffer) => void): Promise<{ status: number; body: string; etag?: string }> {
-  const url = new URL(`${o.origin.s3Url}/${bucket}/${key}`);
+  const url = new URL(`${t.url}/${bucket}/${key}`);
   const at = new Date();
   const amzDate = at.toISOString().replace(/[-:]|\.\d{3}/g, '');
   const day = amzDate.slice(0, 8);
   const scope = `${day}/us-east-1/s3/aws4_request`;
   const hmac = (k: Buffer | string, s: string) => createHmac('sha256', k).update(s).digest();
-  const signingKey = hmac(hmac(hmac(hmac(`AWS4${owner.secret}`, day), 'us-east-1'), 's3'), 'aws4_request');
+  const signingKey = hmac(hmac(hmac(hmac(`AWS4${t.key.secret}`, day), 'us-east-1'), 's3'), 'aws4_request');
   const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
   const pieces: Buffer[] = [];
   for (let off = 0; ; off += chunk) {
@@ -167,7 +153,7 @@ async function chunkedPut(bucket: string, key: string, data: Buffer, chunk: numb
     if (off >= data.length) break;
   }
   const framing = pieces.reduce((n, p) => n + p.length.toString(16).length + ';chunk-signature='.length + 64 + 4 + p.length, 0);
-  const signer = new SignatureV4({ credentials: { accessKeyId: owner.keyId, secretAccessKey: owner.secret }, region: 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: false });
+  const signer = new SignatureV4({ credentials: { accessKeyId: t.key.keyId, secretAccessKey: t.key.secret }, region: 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: false });
   const signed = await signer.sign({
     method: 'PUT', protocol: 'http:', hostname: url.hostname, port: Number(url.port), path: url.pathname,
     headers: {

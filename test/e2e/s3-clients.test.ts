@@ -6,48 +6,23 @@
  * or the SDK.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { CreateBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
-import { filesIn, folderAt, makeKey, s3Client } from '../helpers/s3-api.js';
-import { AWS, PYTHON, RCLONE, S3CMD, setUpClients, type Clients } from '../helpers/s3-clients.js';
+import { describe, expect, test } from 'vitest';
+import { HeadObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { filesIn, folderAt } from '../helpers/s3-api.js';
+import { PYTHON, RCLONE, S3CMD } from '../helpers/s3-clients.js';
+import { useS3Fixture } from '../helpers/s3-fixture.js';
 import { sha256 } from '../kit/index.js';
 
 const MiB = 1024 * 1024;
 const BOTO3_SCRIPT = resolve(dirname(fileURLToPath(import.meta.url)), '../helpers/boto3-check.py');
 
-let o: TestOrigin;
-let s3: S3Client;
-let home = '';
-let c: Clients;
-let endpoint = '';
-
-beforeAll(async () => {
-  o = await startTestOrigin({ COFFER_LOG_LEVEL: 'warn' });
-  const key = await makeKey(o);
-  s3 = s3Client(o.origin.s3Url, key).client;
-  endpoint = o.origin.s3Url;
-  home = await mkdtemp(join(tmpdir(), 'coffer-s3-clients-'));
-  c = await setUpClients(home, endpoint, key);
-});
-afterAll(async () => {
-  s3?.destroy();
-  await o?.close();
-  if (home) await rm(home, { recursive: true, force: true });
-});
-
+const t = useS3Fixture('c');
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
-async function newBucket(): Promise<string> {
-  const name = `c-${randomBytes(5).toString('hex')}`;
-  await s3.send(new CreateBucketCommand({ Bucket: name }));
-  return name;
-}
 async function keysIn(Bucket: string, Prefix?: string): Promise<string[]> {
-  return ((await s3.send(new ListObjectsV2Command({ Bucket, Prefix }))).Contents ?? []).map((x) => x.Key!);
+  return ((await t.s3.send(new ListObjectsV2Command({ Bucket, Prefix }))).Contents ?? []).map((x) => x.Key!);
 }
 /** A directory of small files, some in a sub-directory. */
 async function tree(dir: string, files: Record<string, string>): Promise<void> {
@@ -56,22 +31,22 @@ async function tree(dir: string, files: Record<string, string>): Promise<void> {
     await writeFile(join(dir, name), content);
   }
 }
-const aws = (...args: string[]) => c.ok(AWS, ['--endpoint-url', endpoint, ...args]);
+const aws = t.aws;
 
 describe('aws (awscli)', () => {
   test('s3 cp up and down in parts, s3 sync, s3 ls, s3 presign and s3 rm --recursive', async () => {
-    const b = await newBucket();
+    const b = await t.newBucket();
     const big = randomBytes(11 * MiB + 77);
-    await writeFile(join(home, 'big.bin'), big);
-    await aws('s3', 'cp', join(home, 'big.bin'), `s3://${b}/media/big.bin`);
+    await writeFile(join(t.home, 'big.bin'), big);
+    await aws('s3', 'cp', join(t.home, 'big.bin'), `s3://${b}/media/big.bin`);
     // Three parts of at most 5 MiB: S3's multipart ETag; Coffer's SHA-256 of the whole.
-    expect((await s3.send(new HeadObjectCommand({ Bucket: b, Key: 'media/big.bin' }))).ETag).toMatch(/^"[0-9a-f]{32}-3"$/);
-    const [file] = await filesIn(o, await folderAt(o, `${b}/media`));
-    expect((await o.post('/collections/file/get', { file_id: file!.file_id })).body).toMatchObject({ name: 'big.bin', size: big.length, sha256: sha256(big) });
-    await aws('s3', 'cp', `s3://${b}/media/big.bin`, join(home, 'down.bin'));
-    expect(sha256(await readFile(join(home, 'down.bin')))).toBe(sha256(big));
+    expect((await t.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'media/big.bin' }))).ETag).toMatch(/^"[0-9a-f]{32}-3"$/);
+    const [file] = await filesIn(t.o, await folderAt(t.o, `${b}/media`));
+    expect((await t.o.post('/collections/file/get', { file_id: file!.file_id })).body).toMatchObject({ name: 'big.bin', size: big.length, sha256: sha256(big) });
+    await aws('s3', 'cp', `s3://${b}/media/big.bin`, join(t.home, 'down.bin'));
+    expect(sha256(await readFile(join(t.home, 'down.bin')))).toBe(sha256(big));
 
-    const local = join(home, 'site');
+    const local = join(t.home, 'site');
     await tree(local, { 'index.html': '<h1>hi</h1>', 'css/main.css': 'body{}', 'img/a b.txt': 'spaced' });
     await aws('s3', 'sync', local, `s3://${b}/site/`);
     const listing = await aws('s3', 'ls', `s3://${b}/site/`, '--recursive');
@@ -89,11 +64,11 @@ describe('aws (awscli)', () => {
 
 describe('rclone', () => {
   test('sync, check, copy and delete with --checksum', async () => {
-    const b = await newBucket();
-    const local = join(home, 'rc-src');
+    const b = await t.newBucket();
+    const local = join(t.home, 'rc-src');
     await tree(local, { 'one.txt': 'one', 'dir/two.txt': 'two two', 'dir/deeper/three.bin': randomBytes(70_000).toString('base64') });
     // rclone's own settings, not awscli's: no CA bundle for a plain-HTTP endpoint.
-    const rclone = (...args: string[]) => c.ok(RCLONE, ['--checksum', '--retries', '1', '--low-level-retries', '1', ...args]);
+    const rclone = (...args: string[]) => t.c.ok(RCLONE, ['--checksum', '--retries', '1', '--low-level-retries', '1', ...args]);
     await rclone('sync', local, `coffer:${b}/backup`);
     expect(await keysIn(b)).toEqual(['backup/dir/deeper/three.bin', 'backup/dir/two.txt', 'backup/one.txt']);
     await rclone('check', local, `coffer:${b}/backup`);
@@ -102,7 +77,7 @@ describe('rclone', () => {
     await rclone('sync', local, `coffer:${b}/backup`);
     await rclone('check', local, `coffer:${b}/backup`);
     expect(await keysIn(b)).toEqual(['backup/dir/deeper/three.bin', 'backup/dir/two.txt']);
-    const copy = join(home, 'rc-copy');
+    const copy = join(t.home, 'rc-copy');
     await rclone('copy', `coffer:${b}/backup/dir`, copy);
     expect(await readFile(join(copy, 'two.txt'), 'utf8')).toBe('two, changed');
     expect(await readFile(join(copy, 'deeper/three.bin'))).toEqual(await readFile(join(local, 'dir/deeper/three.bin')));
@@ -113,15 +88,15 @@ describe('rclone', () => {
 
 describe('s3cmd', () => {
   test('put, ls, get and del', async () => {
-    const b = await newBucket();
-    const s3cmd = (...args: string[]) => c.ok(S3CMD, ['--no-progress', ...args]);
-    await writeFile(join(home, 'notes.txt'), 'notes from s3cmd');
-    await s3cmd('put', join(home, 'notes.txt'), `s3://${b}/docs/notes.txt`);
-    expect((await s3.send(new HeadObjectCommand({ Bucket: b, Key: 'docs/notes.txt' }))).ETag).toBe(`"${md5('notes from s3cmd')}"`);
+    const b = await t.newBucket();
+    const s3cmd = (...args: string[]) => t.c.ok(S3CMD, ['--no-progress', ...args]);
+    await writeFile(join(t.home, 'notes.txt'), 'notes from s3cmd');
+    await s3cmd('put', join(t.home, 'notes.txt'), `s3://${b}/docs/notes.txt`);
+    expect((await t.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'docs/notes.txt' }))).ETag).toBe(`"${md5('notes from s3cmd')}"`);
     expect(await s3cmd('ls', `s3://${b}/`)).toMatch(/DIR\s+s3:\/\/[^/]+\/docs\//);
     expect(await s3cmd('ls', `s3://${b}/docs/`)).toMatch(/\s16\s+s3:\/\/[^/]+\/docs\/notes\.txt/);
-    await s3cmd('get', `s3://${b}/docs/notes.txt`, join(home, 'notes-back.txt'));
-    expect(await readFile(join(home, 'notes-back.txt'), 'utf8')).toBe('notes from s3cmd');
+    await s3cmd('get', `s3://${b}/docs/notes.txt`, join(t.home, 'notes-back.txt'));
+    expect(await readFile(join(t.home, 'notes-back.txt'), 'utf8')).toBe('notes from s3cmd');
     await s3cmd('del', `s3://${b}/docs/notes.txt`);
     expect(await keysIn(b)).toEqual([]);
   });
@@ -129,9 +104,9 @@ describe('s3cmd', () => {
 
 describe('boto3', () => {
   test('a script lists, puts, copies, gets with a Range and deletes', async () => {
-    const b = await newBucket();
-    await s3.send(new PutObjectCommand({ Bucket: b, Key: 'keep.txt', Body: 'kept' }));
-    const seen = JSON.parse(await c.ok(PYTHON, [BOTO3_SCRIPT, b]));
+    const b = await t.newBucket();
+    await t.s3.send(new PutObjectCommand({ Bucket: b, Key: 'keep.txt', Body: 'kept' }));
+    const seen = JSON.parse(await t.c.ok(PYTHON, [BOTO3_SCRIPT, b]));
     expect(seen.buckets).toContain(b);
     expect(seen.put_etag).toBe(seen.md5);
     expect(seen.listed).toEqual([['py/copy.txt', 26], ['py/hello.txt', 26]]);

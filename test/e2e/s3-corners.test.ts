@@ -8,72 +8,46 @@
  * answer S3's codes.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
-  CompleteMultipartUploadCommand, CopyObjectCommand, CreateBucketCommand, CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand,
-  PutObjectCommand, UploadPartCommand, type S3Client,
+  CompleteMultipartUploadCommand, CopyObjectCommand, CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand,
+  UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
-import { expectS3Error, makeKey, s3Client, type S3Key } from '../helpers/s3-api.js';
-import { PYTHON, setUpClients, type Clients } from '../helpers/s3-clients.js';
+import { expectS3Error } from '../helpers/s3-api.js';
+import { PYTHON } from '../helpers/s3-clients.js';
 import { presign } from '../helpers/s3-presign.js';
 import { headerBytes, signedRequest } from '../helpers/s3-signed.js';
+import { useS3Fixture } from '../helpers/s3-fixture.js';
 
 const MiB = 1024 * 1024;
 const SELF_COPY = 'This copy request is illegal because it is trying to copy an object to itself without changing the object\'s metadata, storage class, website redirect location or encryption attributes.';
 
-let o: TestOrigin;
-let key: S3Key;
-let s3: S3Client;
-let home = '';
-let c: Clients;
-
-beforeAll(async () => {
-  o = await startTestOrigin({ COFFER_LOG_LEVEL: 'warn' });
-  key = await makeKey(o);
-  s3 = s3Client(o.origin.s3Url, key).client;
-  home = await mkdtemp(join(tmpdir(), 'coffer-s3-corners-'));
-  c = await setUpClients(home, o.origin.s3Url, key);
-});
-afterAll(async () => {
-  s3?.destroy();
-  await o?.close();
-  if (home) await rm(home, { recursive: true, force: true });
-});
-
-async function newBucket(): Promise<string> {
-  const Bucket = `k-${randomBytes(5).toString('hex')}`;
-  await s3.send(new CreateBucketCommand({ Bucket }));
-  return Bucket;
-}
+const t = useS3Fixture('k');
 const bytesOf = async (out: { Body?: unknown }) => Buffer.from(await (out.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
 const md5 = (b: Buffer) => createHash('md5').update(b).digest();
 
 describe('CopyObject onto itself', () => {
   test('without REPLACE it is 400 InvalidRequest and the object is unchanged; with REPLACE its metadata is replaced', async () => {
-    const b = await newBucket();
-    await s3.send(new PutObjectCommand({ Bucket: b, Key: 'd/self.txt', Body: 'same', Metadata: { color: 'red' }, ContentType: 'text/plain' }));
-    const err = await expectS3Error(s3.send(new CopyObjectCommand({ Bucket: b, Key: 'd/self.txt', CopySource: `${b}/d/self.txt` })), 400, 'InvalidRequest');
+    const b = await t.newBucket();
+    await t.s3.send(new PutObjectCommand({ Bucket: b, Key: 'd/self.txt', Body: 'same', Metadata: { color: 'red' }, ContentType: 'text/plain' }));
+    const err = await expectS3Error(t.s3.send(new CopyObjectCommand({ Bucket: b, Key: 'd/self.txt', CopySource: `${b}/d/self.txt` })), 400, 'InvalidRequest');
     expect(err.message).toBe(SELF_COPY);
-    await expectS3Error(s3.send(new CopyObjectCommand({ Bucket: b, Key: 'd/self.txt', CopySource: `${b}/d/self.txt`, MetadataDirective: 'COPY' })), 400, 'InvalidRequest');
-    expect((await s3.send(new HeadObjectCommand({ Bucket: b, Key: 'd/self.txt' }))).Metadata).toEqual({ color: 'red' });
-    await s3.send(new CopyObjectCommand({ Bucket: b, Key: 'd/self.txt', CopySource: `${b}/d/self.txt`, MetadataDirective: 'REPLACE', Metadata: { color: 'blue' }, ContentType: 'text/plain' }));
-    const after = await s3.send(new GetObjectCommand({ Bucket: b, Key: 'd/self.txt' }));
+    await expectS3Error(t.s3.send(new CopyObjectCommand({ Bucket: b, Key: 'd/self.txt', CopySource: `${b}/d/self.txt`, MetadataDirective: 'COPY' })), 400, 'InvalidRequest');
+    expect((await t.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'd/self.txt' }))).Metadata).toEqual({ color: 'red' });
+    await t.s3.send(new CopyObjectCommand({ Bucket: b, Key: 'd/self.txt', CopySource: `${b}/d/self.txt`, MetadataDirective: 'REPLACE', Metadata: { color: 'blue' }, ContentType: 'text/plain' }));
+    const after = await t.s3.send(new GetObjectCommand({ Bucket: b, Key: 'd/self.txt' }));
     expect([after.Metadata, (await bytesOf(after)).toString()]).toEqual([{ color: 'blue' }, 'same']);
     // Another key, or the same key in another bucket, copies as before.
-    const other = await newBucket();
-    await s3.send(new CopyObjectCommand({ Bucket: other, Key: 'd/self.txt', CopySource: `${b}/d/self.txt` }));
-    await s3.send(new CopyObjectCommand({ Bucket: b, Key: 'd/copy.txt', CopySource: `${b}/d/self.txt` }));
-    expect((await bytesOf(await s3.send(new GetObjectCommand({ Bucket: other, Key: 'd/self.txt' })))).toString()).toBe('same');
+    const other = await t.newBucket();
+    await t.s3.send(new CopyObjectCommand({ Bucket: other, Key: 'd/self.txt', CopySource: `${b}/d/self.txt` }));
+    await t.s3.send(new CopyObjectCommand({ Bucket: b, Key: 'd/copy.txt', CopySource: `${b}/d/self.txt` }));
+    expect((await bytesOf(await t.s3.send(new GetObjectCommand({ Bucket: other, Key: 'd/self.txt' })))).toString()).toBe('same');
   });
 
   test('boto3 copy_object onto itself: InvalidRequest without REPLACE, done with it', async () => {
-    const b = await newBucket();
-    await s3.send(new PutObjectCommand({ Bucket: b, Key: 'p.txt', Body: 'py' }));
+    const b = await t.newBucket();
+    await t.s3.send(new PutObjectCommand({ Bucket: b, Key: 'p.txt', Body: 'py' }));
     const script = [
       'import boto3, json, os, sys',
       'from botocore.config import Config',
@@ -90,30 +64,30 @@ describe('CopyObject onto itself', () => {
       'seen["replaced"] = s3.head_object(Bucket=b, Key="p.txt")["Metadata"]',
       'print(json.dumps(seen))',
     ].join('\n');
-    expect(JSON.parse(await c.ok(PYTHON, ['-c', script, b]))).toEqual({ plain: [400, 'InvalidRequest', SELF_COPY], replaced: { k: 'v' } });
+    expect(JSON.parse(await t.c.ok(PYTHON, ['-c', script, b]))).toEqual({ plain: [400, 'InvalidRequest', SELF_COPY], replaced: { k: 'v' } });
   });
 });
 
 describe('CompleteMultipartUpload and part order', () => {
   test('a part sent again after later parts: the object is the parts in part-number order, the last version of each', async () => {
-    const b = await newBucket();
+    const b = await t.newBucket();
     const at = { Bucket: b, Key: 'order.bin' };
-    const { UploadId } = await s3.send(new CreateMultipartUploadCommand(at));
+    const { UploadId } = await t.s3.send(new CreateMultipartUploadCommand(at));
     const first = randomBytes(5 * MiB);
     const second = randomBytes(5 * MiB);
     const third = randomBytes(1000);
     const again = randomBytes(5 * MiB);
-    const send = async (PartNumber: number, Body: Buffer) => (await s3.send(new UploadPartCommand({ ...at, UploadId, PartNumber, Body }))).ETag!;
+    const send = async (PartNumber: number, Body: Buffer) => (await t.s3.send(new UploadPartCommand({ ...at, UploadId, PartNumber, Body }))).ETag!;
     // Arrival: 3, 1, 2, then 1 again.
     const e3 = await send(3, third);
     await send(1, first);
     const e2 = await send(2, second);
     const e1 = await send(1, again);
-    const done = await s3.send(new CompleteMultipartUploadCommand({ ...at, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: e1 }, { PartNumber: 2, ETag: e2 }, { PartNumber: 3, ETag: e3 }] } }));
+    const done = await t.s3.send(new CompleteMultipartUploadCommand({ ...at, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: e1 }, { PartNumber: 2, ETag: e2 }, { PartNumber: 3, ETag: e3 }] } }));
     const whole = Buffer.concat([again, second, third]);
     const etag = `"${createHash('md5').update(Buffer.concat([md5(again), md5(second), md5(third)])).digest('hex')}-3"`;
     expect(done.ETag).toBe(etag);
-    const got = await s3.send(new GetObjectCommand(at));
+    const got = await t.s3.send(new GetObjectCommand(at));
     expect([got.ETag, got.ContentLength]).toEqual([etag, whole.length]);
     expect((await bytesOf(got)).equals(whole)).toBe(true);
   });
@@ -121,19 +95,19 @@ describe('CompleteMultipartUpload and part order', () => {
 
 describe('user metadata with bytes above ASCII', () => {
   test('signed over the UTF-8 bytes sent (Go, curl): stored as its text, answered as those bytes where the text is beyond Latin-1', async () => {
-    const b = await newBucket();
-    await s3.send(new PutObjectCommand({ Bucket: b, Key: 'x.txt', Body: 'x' }));
+    const b = await t.newBucket();
+    await t.s3.send(new PutObjectCommand({ Bucket: b, Key: 'x.txt', Body: 'x' }));
     const value = Buffer.from('Zoë · 日本 ✓', 'utf8');
-    const put = await signedRequest(o.origin.s3Url, key, {
+    const put = await signedRequest(t.url, t.key, {
       method: 'PUT', path: `/${b}/utf8.txt`, headers: { 'x-amz-meta-title': value.toString('latin1') }, body: Buffer.from('hello'), signAs: 'bytes',
     });
     expect(put.status, put.body.toString()).toBe(200);
-    const got = await signedRequest(o.origin.s3Url, key, { method: 'GET', path: `/${b}/utf8.txt` });
+    const got = await signedRequest(t.url, t.key, { method: 'GET', path: `/${b}/utf8.txt` });
     expect([got.status, headerBytes(got, 'x-amz-meta-title').equals(value), got.body.toString()]).toEqual([200, true, 'hello']);
     // Other bytes than those signed still fail.
     const swapped = Buffer.from(value);
     swapped[swapped.length - 1] = 0x21;
-    const tampered = await signedRequest(o.origin.s3Url, key, {
+    const tampered = await signedRequest(t.url, t.key, {
       method: 'PUT', path: `/${b}/swap.txt`, headers: { 'x-amz-meta-title': value.toString('latin1') }, tamper: { 'x-amz-meta-title': swapped.toString('latin1') },
       body: Buffer.from('x'), signAs: 'bytes',
     });
@@ -141,18 +115,18 @@ describe('user metadata with bytes above ASCII', () => {
   });
 
   test('written as Latin-1 and signed as the UTF-8 of that text (Node): stored, and answered as the same bytes', async () => {
-    const b = await newBucket();
+    const b = await t.newBucket();
     const value = Buffer.from('Hello World\xe9', 'latin1');
-    const put = await signedRequest(o.origin.s3Url, key, {
+    const put = await signedRequest(t.url, t.key, {
       method: 'PUT', path: `/${b}/latin1.txt`, headers: { 'x-amz-meta-meta1': value.toString('latin1') }, body: Buffer.from('bar'), signAs: 'utf8',
     });
     expect(put.status, put.body.toString()).toBe(200);
-    const got = await signedRequest(o.origin.s3Url, key, { method: 'HEAD', path: `/${b}/latin1.txt` });
+    const got = await signedRequest(t.url, t.key, { method: 'HEAD', path: `/${b}/latin1.txt` });
     expect([got.status, headerBytes(got, 'x-amz-meta-meta1').equals(value)]).toEqual([200, true]);
   });
 
   test('boto3 (UTF-8 on the wire, signed so) with a non-ASCII metadata header set before the call, as S3 conformance suites do, reads it back', async () => {
-    const b = await newBucket();
+    const b = await t.newBucket();
     const script = [
       'import boto3, json, os, sys',
       'from botocore.config import Config',
@@ -164,7 +138,7 @@ describe('user metadata with bytes above ASCII', () => {
       'got = s3.get_object(Bucket=sys.argv[1], Key="foo")',
       'print(json.dumps({"meta": got["Metadata"]["meta1"], "body": got["Body"].read().decode()}))',
     ].join('\n');
-    expect(JSON.parse(await c.ok(PYTHON, ['-c', script, b]))).toEqual({ meta: 'Hello World\u00e9', body: 'bar' });
+    expect(JSON.parse(await t.c.ok(PYTHON, ['-c', script, b]))).toEqual({ meta: 'Hello World\u00e9', body: 'bar' });
   });
 });
 
@@ -175,9 +149,9 @@ describe('presigned URLs: X-Amz-Expires and expiry as S3 answers them', () => {
   };
 
   test('above 604800, negative or not a number is 403 AuthorizationQueryParametersError; 604800 itself is taken', async () => {
-    const b = await newBucket();
-    await s3.send(new PutObjectCommand({ Bucket: b, Key: 'f.txt', Body: 'shared' }));
-    const url = (expires: number) => presign(o.origin.s3Url, key, 'GET', `/${b}/f.txt`, {}, expires);
+    const b = await t.newBucket();
+    await t.s3.send(new PutObjectCommand({ Bucket: b, Key: 'f.txt', Body: 'shared' }));
+    const url = (expires: number) => presign(t.url, t.key, 'GET', `/${b}/f.txt`, {}, expires);
     await expectError(url(604_801), 403, 'AuthorizationQueryParametersError', 'X-Amz-Expires must be less than a week (in seconds) that is 604800');
     await expectError(url(-1), 403, 'AuthorizationQueryParametersError', 'X-Amz-Expires must be non-negative');
     await expectError(url(Number.NaN), 403, 'AuthorizationQueryParametersError', 'X-Amz-Expires should be a number');
@@ -186,9 +160,9 @@ describe('presigned URLs: X-Amz-Expires and expiry as S3 answers them', () => {
   });
 
   test('an expired URL is 403 AccessDenied "Request has expired"', async () => {
-    const b = await newBucket();
-    await s3.send(new PutObjectCommand({ Bucket: b, Key: 'f.txt', Body: 'shared' }));
-    const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: b, Key: 'f.txt' }), { expiresIn: 5, signingDate: new Date(Date.now() - 60_000) });
+    const b = await t.newBucket();
+    await t.s3.send(new PutObjectCommand({ Bucket: b, Key: 'f.txt', Body: 'shared' }));
+    const url = await getSignedUrl(t.s3, new GetObjectCommand({ Bucket: b, Key: 'f.txt' }), { expiresIn: 5, signingDate: new Date(Date.now() - 60_000) });
     await expectError(url, 403, 'AccessDenied', 'Request has expired');
   });
 });

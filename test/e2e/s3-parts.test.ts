@@ -8,28 +8,22 @@
  * boto3 and the aws CLI, on both storage configurations.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import {
-  CompleteMultipartUploadCommand, CreateBucketCommand, CreateMultipartUploadCommand, GetObjectAttributesCommand, GetObjectCommand, HeadObjectCommand,
-  PutObjectCommand, UploadPartCommand, type S3Client,
+  CompleteMultipartUploadCommand, CreateMultipartUploadCommand, GetObjectAttributesCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand,
+  UploadPartCommand,
 } from '@aws-sdk/client-s3';
-import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
-import { expectS3Error, makeKey, s3Client, type S3Key } from '../helpers/s3-api.js';
-import { AWS, PYTHON, setUpClients, type Clients } from '../helpers/s3-clients.js';
+import { expectS3Error } from '../helpers/s3-api.js';
+import { AWS, PYTHON } from '../helpers/s3-clients.js';
 import { signedRequest } from '../helpers/s3-signed.js';
+import { useS3Fixture } from '../helpers/s3-fixture.js';
 
 const BOTO3_SCRIPT = resolve(dirname(fileURLToPath(import.meta.url)), '../helpers/boto3-parts.py');
 const MiB = 1024 * 1024;
 
-let o: TestOrigin;
-let key: S3Key;
-let s3: S3Client;
-let home = '';
-let c: Clients;
+const t = useS3Fixture('p');
 let Bucket = '';
 /** A multipart object of three parts of different sizes. */
 const parts = [randomBytes(5 * MiB + 3), randomBytes(5 * MiB), randomBytes(1234)];
@@ -38,24 +32,13 @@ const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
 let multipartEtag = '';
 
 beforeAll(async () => {
-  o = await startTestOrigin({ COFFER_LOG_LEVEL: 'warn' });
-  key = await makeKey(o);
-  s3 = s3Client(o.origin.s3Url, key).client;
-  home = await mkdtemp(join(tmpdir(), 'coffer-s3-parts-'));
-  c = await setUpClients(home, o.origin.s3Url, key);
-  Bucket = `p-${randomBytes(5).toString('hex')}`;
-  await s3.send(new CreateBucketCommand({ Bucket }));
-  const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket, Key: 'dir/multi.bin' }));
+  Bucket = await t.newBucket();
+  const { UploadId } = await t.s3.send(new CreateMultipartUploadCommand({ Bucket, Key: 'dir/multi.bin' }));
   const sent = [];
-  for (const [i, Body] of parts.entries()) sent.push({ PartNumber: i + 1, ETag: (await s3.send(new UploadPartCommand({ Bucket, Key: 'dir/multi.bin', UploadId, PartNumber: i + 1, Body }))).ETag! });
-  multipartEtag = (await s3.send(new CompleteMultipartUploadCommand({ Bucket, Key: 'dir/multi.bin', UploadId, MultipartUpload: { Parts: sent } }))).ETag!;
-  await s3.send(new PutObjectCommand({ Bucket, Key: 'single.txt', Body: 'stored whole', ChecksumAlgorithm: 'SHA256' }));
+  for (const [i, Body] of parts.entries()) sent.push({ PartNumber: i + 1, ETag: (await t.s3.send(new UploadPartCommand({ Bucket, Key: 'dir/multi.bin', UploadId, PartNumber: i + 1, Body }))).ETag! });
+  multipartEtag = (await t.s3.send(new CompleteMultipartUploadCommand({ Bucket, Key: 'dir/multi.bin', UploadId, MultipartUpload: { Parts: sent } }))).ETag!;
+  await t.s3.send(new PutObjectCommand({ Bucket, Key: 'single.txt', Body: 'stored whole', ChecksumAlgorithm: 'SHA256' }));
 }, 120_000);
-afterAll(async () => {
-  s3?.destroy();
-  await o?.close();
-  if (home) await rm(home, { recursive: true, force: true });
-});
 
 const bytesOf = async (out: { Body?: { transformToByteArray(): Promise<Uint8Array> } }) => Buffer.from(await out.Body!.transformToByteArray());
 
@@ -63,75 +46,75 @@ describe('GetObject and HeadObject with partNumber', () => {
   test('each part of a multipart object: 206, its Content-Range and bytes, and the parts count', async () => {
     let start = 0;
     for (const [i, part] of parts.entries()) {
-      const got = await s3.send(new GetObjectCommand({ Bucket, Key: 'dir/multi.bin', PartNumber: i + 1 }));
+      const got = await t.s3.send(new GetObjectCommand({ Bucket, Key: 'dir/multi.bin', PartNumber: i + 1 }));
       expect([got.$metadata.httpStatusCode, got.ContentRange, got.ContentLength, got.PartsCount, got.ETag]).toEqual([
         206, `bytes ${start}-${start + part.length - 1}/${whole.length}`, part.length, 3, multipartEtag,
       ]);
       expect((await bytesOf(got)).equals(part)).toBe(true);
       start += part.length;
     }
-    const head = await s3.send(new HeadObjectCommand({ Bucket, Key: 'dir/multi.bin', PartNumber: 2 }));
+    const head = await t.s3.send(new HeadObjectCommand({ Bucket, Key: 'dir/multi.bin', PartNumber: 2 }));
     expect([head.$metadata.httpStatusCode, head.ContentLength, head.PartsCount, head.ContentRange]).toEqual([206, parts[1]!.length, 3, `bytes ${parts[0]!.length}-${parts[0]!.length + parts[1]!.length - 1}/${whole.length}`]);
     // Without partNumber: the whole object, no parts count.
-    const all = await s3.send(new HeadObjectCommand({ Bucket, Key: 'dir/multi.bin' }));
+    const all = await t.s3.send(new HeadObjectCommand({ Bucket, Key: 'dir/multi.bin' }));
     expect([all.$metadata.httpStatusCode, all.ContentLength, all.PartsCount]).toEqual([200, whole.length, undefined]);
   });
 
   test('a part past the last is 416 InvalidPartNumber; 0 or 10001 is 400 InvalidArgument; with Range it is 400 InvalidRequest', async () => {
-    const e = await expectS3Error(s3.send(new GetObjectCommand({ Bucket, Key: 'dir/multi.bin', PartNumber: 4 })), 416, 'InvalidPartNumber');
+    const e = await expectS3Error(t.s3.send(new GetObjectCommand({ Bucket, Key: 'dir/multi.bin', PartNumber: 4 })), 416, 'InvalidPartNumber');
     expect(e.message).toBe('The requested partnumber is not satisfiable');
     // A HEAD answer has no body: the status says it.
-    const head = await signedRequest(o.origin.s3Url, key, { method: 'HEAD', path: `/${Bucket}/dir/multi.bin`, query: { partNumber: '4' } });
+    const head = await signedRequest(t.url, t.key, { method: 'HEAD', path: `/${Bucket}/dir/multi.bin`, query: { partNumber: '4' } });
     expect(head.status).toBe(416);
     for (const n of ['0', '10001', 'x']) {
-      const r = await signedRequest(o.origin.s3Url, key, { method: 'GET', path: `/${Bucket}/dir/multi.bin`, query: { partNumber: n } });
+      const r = await signedRequest(t.url, t.key, { method: 'GET', path: `/${Bucket}/dir/multi.bin`, query: { partNumber: n } });
       expect([r.status, r.body.toString()]).toEqual([400, expect.stringContaining('<Code>InvalidArgument</Code>')]);
     }
-    await expectS3Error(s3.send(new GetObjectCommand({ Bucket, Key: 'dir/multi.bin', PartNumber: 1, Range: 'bytes=0-9' })), 400, 'InvalidRequest');
-    await expectS3Error(s3.send(new GetObjectCommand({ Bucket, Key: 'nothing.bin', PartNumber: 1 })), 404, 'NoSuchKey');
+    await expectS3Error(t.s3.send(new GetObjectCommand({ Bucket, Key: 'dir/multi.bin', PartNumber: 1, Range: 'bytes=0-9' })), 400, 'InvalidRequest');
+    await expectS3Error(t.s3.send(new GetObjectCommand({ Bucket, Key: 'nothing.bin', PartNumber: 1 })), 404, 'NoSuchKey');
   });
 
   test('an object stored whole is one part: part 1 is the whole object (206, no parts count), part 2 is 416 InvalidPartNumber', async () => {
-    const got = await s3.send(new GetObjectCommand({ Bucket, Key: 'single.txt', PartNumber: 1 }));
+    const got = await t.s3.send(new GetObjectCommand({ Bucket, Key: 'single.txt', PartNumber: 1 }));
     expect([got.$metadata.httpStatusCode, got.ContentRange, got.PartsCount, (await bytesOf(got)).toString()]).toEqual([206, 'bytes 0-11/12', undefined, 'stored whole']);
-    await expectS3Error(s3.send(new GetObjectCommand({ Bucket, Key: 'single.txt', PartNumber: 2 })), 416, 'InvalidPartNumber');
+    await expectS3Error(t.s3.send(new GetObjectCommand({ Bucket, Key: 'single.txt', PartNumber: 2 })), 416, 'InvalidPartNumber');
   });
 });
 
 describe('GetObjectAttributes', () => {
   test('ETag (unquoted), ObjectSize, StorageClass and ObjectParts in pages of x-amz-max-parts after x-amz-part-number-marker', async () => {
-    const first = await s3.send(new GetObjectAttributesCommand({ Bucket, Key: 'dir/multi.bin', ObjectAttributes: ['ETag', 'ObjectSize', 'StorageClass', 'ObjectParts'], MaxParts: 2 }));
+    const first = await t.s3.send(new GetObjectAttributesCommand({ Bucket, Key: 'dir/multi.bin', ObjectAttributes: ['ETag', 'ObjectSize', 'StorageClass', 'ObjectParts'], MaxParts: 2 }));
     expect(first.ETag).toBe(multipartEtag.replace(/"/g, ''));
     expect([first.ObjectSize, first.StorageClass, first.LastModified instanceof Date]).toEqual([whole.length, 'STANDARD', true]);
     expect(first.ObjectParts).toMatchObject({
       TotalPartsCount: 3, PartNumberMarker: '0', NextPartNumberMarker: '2', MaxParts: 2, IsTruncated: true,
       Parts: [{ PartNumber: 1, Size: parts[0]!.length }, { PartNumber: 2, Size: parts[1]!.length }],
     });
-    const rest = await s3.send(new GetObjectAttributesCommand({ Bucket, Key: 'dir/multi.bin', ObjectAttributes: ['ObjectParts'], PartNumberMarker: '2' }));
+    const rest = await t.s3.send(new GetObjectAttributesCommand({ Bucket, Key: 'dir/multi.bin', ObjectAttributes: ['ObjectParts'], PartNumberMarker: '2' }));
     expect(rest.ObjectParts).toMatchObject({ TotalPartsCount: 3, IsTruncated: false, Parts: [{ PartNumber: 3, Size: 1234 }] });
     expect([rest.ETag, rest.ObjectSize]).toEqual([undefined, undefined]);
   });
 
   test('an object stored whole: no ObjectParts; the SHA-256 its PUT gave as Checksum', async () => {
-    const got = await s3.send(new GetObjectAttributesCommand({ Bucket, Key: 'single.txt', ObjectAttributes: ['ETag', 'Checksum', 'ObjectParts', 'ObjectSize'] }));
+    const got = await t.s3.send(new GetObjectAttributesCommand({ Bucket, Key: 'single.txt', ObjectAttributes: ['ETag', 'Checksum', 'ObjectParts', 'ObjectSize'] }));
     expect(got.ETag).toBe(md5(Buffer.from('stored whole')));
     expect(got.ObjectParts).toBeUndefined();
     expect(got.Checksum?.ChecksumSHA256).toBe(createHash('sha256').update('stored whole').digest('base64'));
-    const plain = await s3.send(new GetObjectAttributesCommand({ Bucket, Key: 'dir/multi.bin', ObjectAttributes: ['Checksum'] }));
+    const plain = await t.s3.send(new GetObjectAttributesCommand({ Bucket, Key: 'dir/multi.bin', ObjectAttributes: ['Checksum'] }));
     expect(plain.Checksum).toBeUndefined();
   });
 
   test('no attributes or an unknown one is 400 InvalidArgument; a missing key is 404 NoSuchKey', async () => {
-    const none = await signedRequest(o.origin.s3Url, key, { method: 'GET', path: `/${Bucket}/single.txt`, query: { attributes: '' } });
+    const none = await signedRequest(t.url, t.key, { method: 'GET', path: `/${Bucket}/single.txt`, query: { attributes: '' } });
     expect([none.status, none.body.toString()]).toEqual([400, expect.stringContaining('<Code>InvalidArgument</Code>')]);
-    const bogus = await signedRequest(o.origin.s3Url, key, { method: 'GET', path: `/${Bucket}/single.txt`, query: { attributes: '' }, headers: { 'x-amz-object-attributes': 'ETag,Colour' } });
+    const bogus = await signedRequest(t.url, t.key, { method: 'GET', path: `/${Bucket}/single.txt`, query: { attributes: '' }, headers: { 'x-amz-object-attributes': 'ETag,Colour' } });
     expect([bogus.status, bogus.body.toString()]).toEqual([400, expect.stringContaining('Invalid attribute name specified.')]);
-    await expectS3Error(s3.send(new GetObjectAttributesCommand({ Bucket, Key: 'nothing', ObjectAttributes: ['ETag'] })), 404, 'NoSuchKey');
+    await expectS3Error(t.s3.send(new GetObjectAttributesCommand({ Bucket, Key: 'nothing', ObjectAttributes: ['ETag'] })), 404, 'NoSuchKey');
   });
 });
 
 test('boto3: get_object and head_object with PartNumber, get_object_attributes with pages', async () => {
-  const seen = JSON.parse(await c.ok(PYTHON, [BOTO3_SCRIPT, Bucket, 'dir/multi.bin']));
+  const seen = JSON.parse(await t.c.ok(PYTHON, [BOTO3_SCRIPT, Bucket, 'dir/multi.bin']));
   const a = parts[0]!.length;
   const b = parts[1]!.length;
   expect(seen).toEqual({
@@ -146,7 +129,7 @@ test('boto3: get_object and head_object with PartNumber, get_object_attributes w
 });
 
 test('aws CLI: s3api head-object --part-number and get-object-attributes', async () => {
-  const aws = (...args: string[]) => c.ok(AWS, ['--endpoint-url', o.origin.s3Url, '--output', 'json', 's3api', ...args]);
+  const aws = (...args: string[]) => t.c.ok(AWS, ['--endpoint-url', t.url, '--output', 'json', 's3api', ...args]);
   const head = JSON.parse(await aws('head-object', '--bucket', Bucket, '--key', 'dir/multi.bin', '--part-number', '2'));
   expect([head.ContentLength, head.PartsCount]).toEqual([parts[1]!.length, 3]);
   const attrs = JSON.parse(await aws('get-object-attributes', '--bucket', Bucket, '--key', 'dir/multi.bin', '--object-attributes', 'ETag', 'ObjectSize', 'ObjectParts'));

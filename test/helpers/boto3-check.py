@@ -5,19 +5,13 @@ Prints one JSON object of what it saw; the test (test/e2e/s3-clients.test.ts) ch
 """
 import hashlib
 import json
-import os
 import sys
 
-import boto3
-from botocore.config import Config
+from coffer_s3 import client
+
 
 bucket = sys.argv[1]
-s3 = boto3.client(
-    "s3",
-    endpoint_url=os.environ["COFFER_S3_ENDPOINT"],
-    region_name="us-east-1",
-    config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-)
+s3 = client()
 seen = {}
 seen["buckets"] = [b["Name"] for b in s3.list_buckets()["Buckets"]]
 body = b"boto3 was here: 0123456789"

@@ -6,20 +6,14 @@ Usage: python3 boto3-conditional.py BUCKET, with COFFER_S3_ENDPOINT and the AWS_
 Prints one JSON object of what it saw; the test (test/e2e/s3-conditional.test.ts) checks it.
 """
 import json
-import os
 import sys
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from coffer_s3 import client
+
 bucket = sys.argv[1]
-s3 = boto3.client(
-    "s3",
-    endpoint_url=os.environ["COFFER_S3_ENDPOINT"],
-    region_name="us-east-1",
-    config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-)
+s3 = client()
 
 extra = {}
 

@@ -7,20 +7,14 @@ test (test/e2e/s3-parts.test.ts) checks it.
 """
 import hashlib
 import json
-import os
 import sys
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from coffer_s3 import client
+
 bucket, key = sys.argv[1], sys.argv[2]
-s3 = boto3.client(
-    "s3",
-    endpoint_url=os.environ["COFFER_S3_ENDPOINT"],
-    region_name="us-east-1",
-    config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-)
+s3 = client()
 
 seen = {}
 for n in (1, 2, 3):

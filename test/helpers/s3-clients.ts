@@ -55,6 +55,8 @@ export async function setUpClients(home: string, endpoint: string, key: S3Key): 
     AWS_ACCESS_KEY_ID: key.keyId, AWS_SECRET_ACCESS_KEY: key.secret, AWS_DEFAULT_REGION: 'us-east-1', AWS_CONFIG_FILE: awsConfig,
     AWS_SHARED_CREDENTIALS_FILE: join(home, '.aws', 'credentials'), AWS_EC2_METADATA_DISABLED: 'true', AWS_PAGER: '',
     COFFER_S3_ENDPOINT: endpoint,
+    // The boto3 scripts import test/helpers/coffer_s3.py: no __pycache__ left in the tree.
+    PYTHONDONTWRITEBYTECODE: '1',
     RCLONE_CONFIG: rcloneConfig, RCLONE_CONFIG_COFFER_TYPE: 's3', RCLONE_CONFIG_COFFER_PROVIDER: 'Other', RCLONE_CONFIG_COFFER_ACCESS_KEY_ID: key.keyId,
     RCLONE_CONFIG_COFFER_SECRET_ACCESS_KEY: key.secret, RCLONE_CONFIG_COFFER_ENDPOINT: endpoint, RCLONE_CONFIG_COFFER_REGION: 'us-east-1',
     RCLONE_CONFIG_COFFER_FORCE_PATH_STYLE: 'true',

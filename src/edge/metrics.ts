@@ -1,10 +1,9 @@
 /** The edge's metrics (contract §11): requests, durations, bytes, cache hits and misses, bytes kept, evictions, feed lag, unhandled rejections. */
 import type http from 'node:http';
-import { Counter, Gauge } from 'prom-client';
+import type { Counter } from 'prom-client';
 import { systemClock, type Clock } from '../core/clock.js';
 import { performance } from 'node:perf_hooks';
-import { DURATION_BUCKETS, checkScrape, httpMetrics } from '../metrics/registry.js';
-import { RouteTally, fillHttpSeries } from '../metrics/tallied.js';
+import { DURATION_BUCKETS, RouteTally, fillHttpSeries } from '../metrics/tallied.js';
 import { originForm } from './delivery.js';
 import type { EdgeCache } from './cache.js';
 import { sendError } from './answer-headers.js';
@@ -65,21 +64,43 @@ export interface VariantCounts {
   queued: number;
 }
 
-export function edgeMetrics(deps: {
-  cache: EdgeCache; state: EdgeState; follower: FeedFollower; variants?: VariantCounts; token: string | undefined; onAnswered?: Array<(a: Answered) => void>;
+/** What a scrape reads besides the per-request tallies: plain counts kept by the edge. */
+interface Counts {
+  hits: number;
+  misses: number;
+  unhandled: number;
+}
+
+export interface EdgeMetricsDeps {
+  cache: EdgeCache;
+  state: EdgeState;
+  follower: FeedFollower;
+  variants?: VariantCounts;
+  token: string | undefined;
+  onAnswered?: Array<(a: Answered) => void>;
   /** Stamps each answer's `time` (durations are measured on the process's own timer). */
   clock?: Clock;
-}): EdgeMetrics {
-  const listeners = deps.onAnswered ?? [];
-  const clock = deps.clock ?? systemClock;
-  const m = httpMetrics('edge');
-  let hits = 0;
-  let misses = 0;
+}
+
+/**
+ * The prom-client registry, made at the first scrape: an edge that is never scraped never
+ * loads prom-client (about 2.5 MB of an idle edge's memory). Node's own series (GC, event
+ * loop) count from that first scrape on.
+ */
+async function scrapeRegistry(deps: EdgeMetricsDeps, counts: Counts) {
+  const [{ Counter, Gauge }, { httpMetrics, checkScrape }] = await Promise.all([import('prom-client'), import('../metrics/registry.js')]);
+  const m = { ...httpMetrics('edge'), checkScrape };
+  // prom-client counts the process's CPU from now on: what was spent before is added once.
+  const spent = process.cpuUsage();
+  const cpu = (kind: string) => m.registry.getSingleMetric(`coffer_process_cpu_${kind}seconds_total`) as Counter | undefined;
+  cpu('user_')?.inc(spent.user / 1e6);
+  cpu('system_')?.inc(spent.system / 1e6);
+  cpu('')?.inc((spent.user + spent.system) / 1e6);
   // Filled when scraped from plain counts, like the HTTP series.
   new Counter({ name: 'coffer_edge_cache_requests_total', help: 'Byte answers by whether this edge had the file (X-Cache).', labelNames: ['result'], registers: [m.registry], collect() {
     this.reset();
-    if (hits > 0) this.inc({ result: 'hit' }, hits);
-    if (misses > 0) this.inc({ result: 'miss' }, misses);
+    if (counts.hits > 0) this.inc({ result: 'hit' }, counts.hits);
+    if (counts.misses > 0) this.inc({ result: 'miss' }, counts.misses);
   } });
   new Gauge({ name: 'coffer_edge_cache_bytes', help: 'Bytes of files kept in the cache.', registers: [m.registry], collect() { this.set(deps.cache.usedBytes); } });
   new Gauge({ name: 'coffer_edge_cache_capacity_bytes', help: 'The cache bound.', registers: [m.registry], collect() { this.set(deps.cache.capacity); } });
@@ -107,6 +128,14 @@ export function edgeMetrics(deps: {
     new Gauge({ name: 'coffer_edge_variants_cached', help: 'Variants kept in the cache.', registers: [m.registry], collect() { this.set(deps.cache.variantCount); } });
   }
   new Gauge({ name: 'coffer_edge_applied_seq', help: 'The last event this edge applied.', registers: [m.registry], collect() { this.set(deps.state.seq); } });
+  return m;
+}
+
+export function edgeMetrics(deps: EdgeMetricsDeps): EdgeMetrics {
+  const listeners = deps.onAnswered ?? [];
+  const clock = deps.clock ?? systemClock;
+  const counts: Counts = { hits: 0, misses: 0, unhandled: 0 };
+  let registry: ReturnType<typeof scrapeRegistry> | null = null;
 
   // Counted in plain numbers per request; prom-client gets the totals when scraped (metrics/tallied.ts).
   const routes = new Map<string, RouteTally>();
@@ -132,8 +161,8 @@ export function edgeMetrics(deps: {
     // Bytes of answers that went out whole; a cut-off one counts nothing.
     const bytes = hit !== undefined && complete && !head ? res[LENGTH]! : 0;
     if (hit !== undefined) {
-      if (hit) hits++;
-      else misses++;
+      if (hit) counts.hits++;
+      else counts.misses++;
       tally.bytesOut += bytes;
     }
     if (listeners.length === 0) return;
@@ -149,7 +178,9 @@ export function edgeMetrics(deps: {
   }
 
   return {
-    unhandledRejection: () => m.unhandledRejections.inc(),
+    unhandledRejection: () => {
+      counts.unhandled++;
+    },
     body(res, isHit, length) {
       const noted = res as Noted;
       noted[BODY] = isHit;
@@ -163,13 +194,21 @@ export function edgeMetrics(deps: {
       res.on('close', closed);
     },
     async serve(req, res) {
+      // A failed load (a broken install) is tried again at the next scrape.
+      registry ??= scrapeRegistry(deps, counts).catch((err: unknown) => {
+        registry = null;
+        throw err;
+      });
+      const m = await registry;
       try {
-        checkScrape(deps.token, req.headers.authorization);
+        m.checkScrape(deps.token, req.headers.authorization);
       } catch (err) {
         sendError(res, 'unauthorized', (err as Error).message, ['WWW-Authenticate', 'Bearer']);
         return;
       }
       fillHttpSeries(routes.values(), m.requests, m.duration, m.bytesOut);
+      m.unhandledRejections.reset();
+      if (counts.unhandled > 0) m.unhandledRejections.inc(counts.unhandled);
       const body = await m.registry.metrics();
       res.writeHead(200, ['Content-Type', m.registry.contentType, 'Cache-Control', 'no-store']).end(body);
     },

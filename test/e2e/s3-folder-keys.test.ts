@@ -124,6 +124,10 @@ describe('the object "a/" in the programmatic interface', () => {
     const files = await filesIn(t.o, folderId);
     expect(files.map((f) => [f.name, f.size])).toEqual([['', 5], ['x.txt', 7]]);
     const slash = files.find((f) => f.name === '')!;
+    // Pages by name: the empty name first, its cursor taking the next page on.
+    const page1 = await t.o.post('/collections/list', { folder_id: folderId, limit: 1 });
+    const page2 = await t.o.post('/collections/list', { folder_id: folderId, limit: 1, cursor: page1.body.next_cursor });
+    expect([page1.body.files.map((f: { name: string }) => f.name), page2.body.files.map((f: { name: string }) => f.name)]).toEqual([[''], ['x.txt']]);
     // An empty name is refused wherever a name is given.
     const renamedEmpty = await t.o.post('/collections/file/update', { file_id: files[1]!.file_id, name: '' });
     expect([renamedEmpty.status, renamedEmpty.body.error?.code]).toEqual([400, 'invalid_name']);

@@ -10,8 +10,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { expectS3Error, filesIn, folderAt } from '../helpers/s3-api.js';
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { expectS3Error, filesIn, folderAt, makeKey, s3Client } from '../helpers/s3-api.js';
 import { useS3Fixture } from '../helpers/s3-fixture.js';
 
 const t = useS3Fixture('f');
@@ -142,5 +142,29 @@ describe('the object "a/" in the programmatic interface', () => {
     expect(deleted.status).toBe(200);
     await expectS3Error(t.s3.send(new GetObjectCommand({ Bucket: b, Key: 'a/' })), 404, 'NoSuchKey');
     await expectS3Error(t.s3.send(new GetObjectCommand({ Bucket: b, Key: 'a/x.txt' })), 404, 'NoSuchKey');
+  });
+});
+
+describe('the object "a/" and a key confined to a folder', () => {
+  test('inside its folder the key writes, reads and deletes "team/" and "team/sub/"; outside, "out/" is as if it did not exist', async () => {
+    const b = await t.newBucket(['team/keep.txt', 'out/x.txt']);
+    await t.s3.send(new PutObjectCommand({ Bucket: b, Key: 'out/', Body: 'outside' }));
+    const confined = s3Client(t.url, await makeKey(t.o, ['read', 'write'], await folderAt(t.o, `${b}/team`))).client;
+    try {
+      for (const Key of ['team/', 'team/sub/']) {
+        await confined.send(new PutObjectCommand({ Bucket: b, Key, Body: `at ${Key}` }));
+        expect(await (await confined.send(new GetObjectCommand({ Bucket: b, Key }))).Body!.transformToString()).toBe(`at ${Key}`);
+      }
+      await expectS3Error(confined.send(new GetObjectCommand({ Bucket: b, Key: 'out/' })), 404, 'NoSuchKey');
+      await expectS3Error(confined.send(new PutObjectCommand({ Bucket: b, Key: 'out/', Body: 'over' })), 403, 'AccessDenied');
+      await expectS3Error(confined.send(new PutObjectCommand({ Bucket: b, Key: 'other/', Body: 'new' })), 403, 'AccessDenied');
+      await confined.send(new DeleteObjectCommand({ Bucket: b, Key: 'out/' }));
+      expect(await (await t.s3.send(new GetObjectCommand({ Bucket: b, Key: 'out/' }))).Body!.transformToString()).toBe('outside');
+      await confined.send(new DeleteObjectCommand({ Bucket: b, Key: 'team/' }));
+      await expectS3Error(t.s3.send(new GetObjectCommand({ Bucket: b, Key: 'team/' })), 404, 'NoSuchKey');
+      expect(await (await t.s3.send(new GetObjectCommand({ Bucket: b, Key: 'team/keep.txt' }))).Body!.transformToString()).toBe('team/keep.txt');
+    } finally {
+      confined.destroy();
+    }
   });
 });

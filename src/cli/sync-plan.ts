@@ -61,7 +61,7 @@ export interface PlanOptions {
 
 interface Remote {
   folders: Map<string, FolderRecord>;
-  /** Ready files only: an upload still open is neither a match nor something to delete. */
+  /** Ready files with a name: what a local file can match or stand in for. */
   files: Map<string, FileRecord[]>;
 }
 
@@ -73,7 +73,9 @@ async function listRemote(client: CofferClient, folderId: string | null): Promis
   for await (const page of client.listPages({ folder_id: folderId, limit: 1000 })) {
     for (const f of page.folders) remote.folders.set(key(f.name), f);
     for (const f of page.files) {
-      if (f.status !== 'ready') continue;
+      // Not ready: neither a match nor something to delete. The empty name is the folder's own
+      // S3 object (a key ending in "/", docs/s3.md "Keys and folders"): no local file stands for it.
+      if (f.status !== 'ready' || f.name === '') continue;
       const same = remote.files.get(key(f.name)) ?? [];
       same.push(f);
       remote.files.set(key(f.name), same);

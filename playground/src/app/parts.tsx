@@ -13,6 +13,16 @@ import { GRID_THUMB_WIDTH, cachedThumb, thumbUrl } from './thumbs.js';
  * so they hear the whole name from a hidden copy instead.
  */
 export function NameText(props: { name: string; class?: string }): JSX.Element {
+  // The S3 object of a key ending in "/" (`a/` with bytes) is the file of the empty name in `a`.
+  if (props.name === '') {
+    const why = 'The S3 object at this folder\'s own key (ending in "/"); rename it to give it a name';
+    return (
+      <span class={'name name-folder-key' + (props.class ? ' ' + props.class : '')} title={why}>
+        <span class="name-shown" aria-hidden="true"><span class="name-head">/</span></span>
+        <span class="sr-only">{why}</span>
+      </span>
+    );
+  }
   const [head, tail] = splitName(props.name);
   return (
     <span class={'name' + (props.class ? ' ' + props.class : '')} title={props.name}>

@@ -7,7 +7,7 @@
 // Then the origin's CPU per GiB for PutObject and UploadPart with each payload form beside raw
 // parts (issue 27 point 9, ./s3/cpu.ts).
 //
-// Run with `npm run bench:s3 -- [--size MiB] [--rounds N] [--cpu-rounds N] [--cpu-only] [--keep]`.
+// Run with `npm run bench:s3 -- [--size MiB] [--rounds N] [--cpu-rounds N] [--cpu-only] [--keep] [--entry dist/cli/main.js]`.
 
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
@@ -17,13 +17,14 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { cpuLines } from "./s3/cpu.js";
+import { rawUpload as rawUploadOf, takesRawParts } from "./s3/raw-upload.js";
 import {
-  Child, DEFAULT_ENTRY, MiB, OriginApi, commandPath, fmt, installExitHandlers, log, makeWorkDir, median, positiveNumber, renderTable, requireString,
+  Child, DEFAULT_ENTRY, MiB, OriginApi, commandPath, fmt, installExitHandlers, log, makeWorkDir, median, positiveNumber, renderTable,
   runCommand, stopAll, uploadFile,
 } from "./common.js";
 
 const { values } = parseArgs({
-  options: { size: { type: "string" }, rounds: { type: "string" }, "cpu-rounds": { type: "string" }, "cpu-only": { type: "boolean" }, keep: { type: "boolean" } },
+  options: { size: { type: "string" }, rounds: { type: "string" }, "cpu-rounds": { type: "string" }, "cpu-only": { type: "boolean" }, keep: { type: "boolean" }, entry: { type: "string" } },
 });
 const SIZE = positiveNumber(values.size, 256, "--size", true) * MiB;
 const ROUNDS = values["cpu-only"] ? 0 : positiveNumber(values.rounds, 2, "--rounds", true);
@@ -32,6 +33,8 @@ const PART = 5 * MiB;
 const PARALLEL_PARTS = 4;
 const COMMAND_TIMEOUT_MS = 10 * 60_000;
 const ACCESS_KEY = randomBytes(24).toString("hex");
+/** The origin's and edge's entry point: a build other than dist/ (to compare two builds) with --entry. */
+const ENTRY = values.entry ? path.resolve(values.entry) : DEFAULT_ENTRY;
 
 function cleanEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -47,55 +50,6 @@ function writeRandomFile(file: string, size: number): void {
   } finally {
     fs.closeSync(fd);
   }
-}
-
-/** Whether the origin takes raw parts (contract §9): a part for no upload is 404 then, 415 when only JSON is taken. */
-async function takesRawParts(api: OriginApi): Promise<boolean> {
-  const status = await new Promise<number>((resolve, reject) => {
-    const u = new URL("/collections/upload/file-progress?bucket=b&key=k&uploadId=u&fileId=f&partNumber=1", api.baseUrl);
-    http.request(u, { method: "POST", headers: { "content-type": "application/octet-stream", "content-length": 1, authorization: `Bearer ${ACCESS_KEY}` } }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    }).on("error", reject).end("x");
-  });
-  return status !== 415;
-}
-
-/** Coffer's own upload with raw parts (contract §9): each 5 MiB part read from disk and sent as it is, 4 in flight. */
-async function rawUpload(api: OriginApi, file: string, name: string): Promise<string> {
-  const init = await api.post("/collections/upload/file", { name, visibility: "Public", size: SIZE, file_type: "other" });
-  const fileId = requireString(init, "fileId", "initiate");
-  const query = (n: number) =>
-    new URLSearchParams({ bucket: String(init.bucket), key: String(init.key), uploadId: String(init.uploadId), fileId, partNumber: String(n) }).toString();
-  const count = Math.max(1, Math.ceil(SIZE / PART));
-  const fd = fs.openSync(file, "r");
-  let next = 1;
-  const worker = async () => {
-    for (let n = next++; n <= count; n = next++) {
-      const length = Math.min(PART, SIZE - (n - 1) * PART);
-      const body = Buffer.allocUnsafe(length);
-      fs.readSync(fd, body, 0, length, (n - 1) * PART);
-      await new Promise<void>((resolve, reject) => {
-        const u = new URL(`/collections/upload/file-progress?${query(n)}`, api.baseUrl);
-        const req = http.request({
-          hostname: u.hostname, port: u.port, path: `${u.pathname}${u.search}`, method: "POST", agent: api.agent,
-          headers: { "content-type": "application/octet-stream", "content-length": length, authorization: `Bearer ${ACCESS_KEY}` },
-        }, (res) => {
-          res.resume();
-          res.on("end", () => (res.statusCode === 200 ? resolve() : reject(new Error(`part ${n}: HTTP ${res.statusCode}`))));
-        });
-        req.on("error", reject);
-        req.end(body);
-      });
-    }
-  };
-  try {
-    await Promise.all(Array.from({ length: Math.min(PARALLEL_PARTS, count) }, () => worker()));
-  } finally {
-    fs.closeSync(fd);
-  }
-  await api.post("/collections/upload/complete-upload", { file_id: fileId });
-  return fileId;
 }
 
 /** Waits until the edge answers the file from its cache (prewarmed on completion), so the timed GET is a hit. */
@@ -161,12 +115,12 @@ async function main(): Promise<void> {
   const edgeToken = randomBytes(16).toString("hex");
   const base = { ...cleanEnv(), COFFER_HOST: "127.0.0.1", COFFER_SIGNING_SECRET: secret, COFFER_EDGE_TOKEN: edgeToken, COFFER_LOG_LEVEL: "warn" };
   const { child: origin, match: originUrl } = await Child.start({
-    name: "origin", command: process.execPath, args: [DEFAULT_ENTRY, "origin"],
+    name: "origin", command: process.execPath, args: [ENTRY, "origin"],
     env: { ...base, COFFER_PORT: "0", COFFER_S3_PORT: "0", COFFER_DATA_DIR: path.join(work, "origin"), COFFER_ACCESS_KEY: ACCESS_KEY, COFFER_CDN_URL: "http://cdn.invalid" },
   }, /origin listening on (http:\/\/\S+)/, 30_000);
   const s3Url = await origin.waitForLine(/s3 listening on (http:\/\/\S+)/, 30_000);
   const { child: edge, match: edgeUrl } = await Child.start({
-    name: "edge", command: process.execPath, args: [DEFAULT_ENTRY, "edge", "--origin", originUrl],
+    name: "edge", command: process.execPath, args: [ENTRY, "edge", "--origin", originUrl],
     env: { ...base, COFFER_EDGE_PORT: "0", COFFER_DATA_DIR: path.join(work, "edge") },
   }, /edge listening on (http:\/\/\S+)/, 30_000);
   const api = new OriginApi(originUrl, ACCESS_KEY, PARALLEL_PARTS);
@@ -194,7 +148,9 @@ async function main(): Promise<void> {
       rss.origin = Math.max(rss.origin, origin.statusKb("VmHWM") ?? 0);
       rss.edge = Math.max(rss.edge, edge.statusKb("VmHWM") ?? 0);
     };
-    const own = (await takesRawParts(api)) ? "raw parts" : "JSON parts";
+    const raw = { api, accessKey: ACCESS_KEY, file: "", size: SIZE, part: PART, parallel: PARALLEL_PARTS };
+    const rawUpload = (_api: OriginApi, file: string, name: string) => rawUploadOf({ ...raw, file }, name);
+    const own = (await takesRawParts(api, ACCESS_KEY)) ? "raw parts" : "JSON parts";
     if (own === "JSON parts") log("this origin takes no raw parts (contract §9): timing its JSON parts instead");
     for (let round = 1; round <= ROUNDS; round++) {
       log(`round ${round} of ${ROUNDS}`);
@@ -226,7 +182,7 @@ async function main(): Promise<void> {
       peak();
     }
 
-    const cpuRows = await cpuLines({
+    const s3Cpu = await cpuLines({
       s3Url, keyId: String(made.key_id), secret: String(made.key), bucket: "bench", file, size: SIZE, part: PART, parallel: PARALLEL_PARTS, rounds: CPU_ROUNDS,
       originCpuMs: () => origin.cpuMs(),
       raw: async (round) => {
@@ -234,7 +190,7 @@ async function main(): Promise<void> {
         await rawUpload(api, file, `cpu-raw-${round}.bin`);
       },
     });
-    process.stdout.write(`\n${SIZE / MiB} MiB, ${CPU_ROUNDS} round(s), origin CPU (all threads, /proc) per GiB uploaded:\n\n${renderTable(cpuRows).join("\n")}\n`);
+    process.stdout.write(`\n${SIZE / MiB} MiB, ${CPU_ROUNDS} round(s), origin CPU (all threads, /proc) per GiB uploaded:\n\n${renderTable(s3Cpu.rows).join("\n")}\n\n${s3Cpu.note}\n`);
     if (ROUNDS === 0) return;
 
     const rate = (xs: number[]) => SIZE / MiB / (median(xs)! / 1000);

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MetadataStore } from '../../src/core/ports.js';
 import { openSqliteStore } from '../../src/adapters/metadata/sqlite.js';
 import { EdgeHub } from '../../src/feed/hub.js';
-import { FeedFollower, RENEW_AT, needsRenewal } from '../../src/edge/follower.js';
+import { BUSY_LEASES, FeedFollower, RENEW_AT, needsRenewal } from '../../src/edge/follower.js';
 import { originClient } from '../../src/edge/origin-client.js';
 import { EdgeState } from '../../src/edge/state.js';
 import { ManualClock } from '../kit/clock.js';
@@ -110,6 +110,24 @@ describe('a follower on an idle feed', () => {
     // One per beat would be 50; one per second beat 25.
     expect(sent, `${sent} acknowledgements in ten leases`).toBeLessThanOrEqual(10 * LEASE / (2 * BEAT) + 2);
     expect(sent).toBeGreaterThanOrEqual(10 * LEASE / (2 * BEAT) - 2);
+  });
+
+  it('renews at every beat for BUSY_LEASES leases after a change, then every second beat again', async () => {
+    const seq = await store.transaction((tx) => tx.appendEvent({ type: 'folder.deleted', folder_id: 'x', data: { folder_id: 'x' } }, clock.now()));
+    let published = false;
+    const publishing = hub.publish(seq).then(() => (published = true));
+    for (let i = 0; i < 2000 && !published; i++) await pass(1, 1);
+    await publishing;
+    const busyFrom = acks;
+    await pass(BUSY_LEASES * LEASE - 2 * BEAT);
+    const busy = acks - busyFrom;
+    await pass(2 * BEAT);
+    const idleFrom = acks;
+    await pass(BUSY_LEASES * LEASE);
+    const idle = acks - idleFrom;
+    expect(busy, `${busy} acknowledgements while busy`).toBeGreaterThanOrEqual((BUSY_LEASES * LEASE) / BEAT - 4);
+    expect(idle, `${idle} acknowledgements once idle again`).toBeLessThanOrEqual((BUSY_LEASES * LEASE) / (2 * BEAT) + 2);
+    expect(follower.serving()).toBe(true);
   });
 
   it('stops serving within a lease of the last acknowledgement answered when the origin goes silent', async () => {

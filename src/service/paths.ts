@@ -5,11 +5,11 @@
  * subtree, and the folders on the way down to it by name only (access.ts, `Sight`).
  */
 import { errors } from '../core/errors.js';
-import { validateName } from '../core/names.js';
+import { FOLDER_KEY_NAME, validateName } from '../core/names.js';
 import type { MetadataTx, S3Entry, StoredFile, StoredFolder } from '../core/ports.js';
 import type { Caller } from '../core/access.js';
 import type { ServiceContext } from './context.js';
-import { childPlace, rootPlace, sightOf, type Place, type Sight } from './access.js';
+import { childPlace, reachOf, rootPlace, sightOf, type Place, type Sight } from './access.js';
 import { authorize, requireNotOwnTop } from './policy.js';
 import { removeFiles } from './trash.js';
 import { addFolder } from './tree.js';
@@ -124,7 +124,7 @@ export class Paths {
     const seq = await this.c.meta.transaction(async (tx) => {
       let seq = 0;
       for (const name of new Set(names)) seq = Math.max(seq, await removeFiles(tx, await tx.s3.filesNamed(folderId, name, 'update'), this.c.now()));
-      return Math.max(seq, await this.prune(tx, folderId));
+      return Math.max(seq, await this.prune(tx, folderId, reachOf(caller)));
     });
     this.c.emptyTrash();
     if (seq) await this.c.publish(seq);
@@ -144,11 +144,14 @@ export class Paths {
     if (seq) await this.c.publish(seq);
   }
 
-  /** Removes empty folders made for S3, from `folderId` up; never a top-level folder (a bucket). */
-  private async prune(tx: MetadataTx, folderId: string | null): Promise<number> {
+  /**
+   * Removes empty folders made for S3, from `folderId` up; never a top-level folder (a bucket),
+   * nor the folder a confined caller is confined to (`top`) or any above it.
+   */
+  private async prune(tx: MetadataTx, folderId: string | null, top: string | null): Promise<number> {
     let seq = 0;
     let id = folderId;
-    while (id !== null) {
+    while (id !== null && id !== top) {
       const folder = await tx.getFolder(id, 'update');
       if (!folder || folder.s3_implicit !== 1 || folder.parent_id === null) break;
       await tx.lockFolderTree();
@@ -169,9 +172,11 @@ export class Paths {
     authorize(caller, 'folder.read');
     const page = await this.c.meta.read.s3.entries(at.folder?.id ?? null, after, limit);
     const entries: Array<S3Entry & { place: Place }> = [];
+    // At a bucket's top a file of the empty name would be the key "": no key, so no entry.
+    const top = at.folder !== null && at.folder.parent_id === null;
     for (const e of page.entries) {
       if (e.kind === 'file') {
-        if (at.place === 'inside') entries.push({ ...e, place: 'inside' });
+        if (at.place === 'inside' && !(top && e.file.name === FOLDER_KEY_NAME)) entries.push({ ...e, place: 'inside' });
       } else {
         const place = childPlace(sight, at.place, e.folder.id);
         if (place) entries.push({ ...e, place });

@@ -22,6 +22,15 @@ export interface CachedBytes {
   size: number;
 }
 
+interface MemoryEntry {
+  sha256: string;
+  bytes: Buffer;
+  /** Asked for since eviction last passed it. */
+  used: boolean;
+  /** What a hit returns, made once: callers never change it. */
+  hit: CachedBytes;
+}
+
 interface DiskEntry {
   path: string;
   /** The file's SHA-256; for a variant, its source file's. */
@@ -61,7 +70,12 @@ const FROM_ORIGIN = -1;
 
 export class EdgeCache {
   private readonly disk = new Map<string, DiskEntry>();
-  private readonly memory = new Map<string, { sha256: string; bytes: Buffer }>();
+  /**
+   * Small files' bytes, oldest first. A hit only marks its entry used (second chance): moving
+   * it to the end (a Map delete and set) on every hit cost more than the rest of the lookup.
+   * Eviction passes over a used entry once, clearing the mark and moving it to the end.
+   */
+  private readonly memory = new Map<string, MemoryEntry>();
   private readonly fills = new Coalescer<string, CachedBytes | null>();
   private diskBytes = 0;
   /** Room taken by fetches under way, counted against the bound before their bytes arrive. */
@@ -125,9 +139,8 @@ export class EdgeCache {
   lookup(file: EdgeFile): CachedBytes | null {
     const mem = this.memory.get(file.file_id);
     if (mem && mem.sha256 === file.sha256) {
-      this.memory.delete(file.file_id);
-      this.memory.set(file.file_id, mem);
-      return { memory: mem.bytes, size: mem.bytes.length };
+      mem.used = true;
+      return mem.hit;
     }
     const entry = this.disk.get(file.file_id);
     if (entry && entry.sha256 === file.sha256) {
@@ -262,12 +275,18 @@ export class EdgeCache {
 
   private insertMemory(id: string, sha256: string, bytes: Buffer): void {
     this.dropMemory(id);
-    this.memory.set(id, { sha256, bytes });
+    this.memory.set(id, { sha256, bytes, used: false, hit: { memory: bytes, size: bytes.length } });
     this.memoryBytes += bytes.length;
+    // Entries moved to the end are met again, unmarked: the pass ends.
     for (const [victim, e] of this.memory) {
       if (this.memoryBytes <= this.memoryCapacity) break;
       this.memory.delete(victim);
-      this.memoryBytes -= e.bytes.length;
+      if (e.used && victim !== id) {
+        e.used = false;
+        this.memory.set(victim, e);
+      } else {
+        this.memoryBytes -= e.bytes.length;
+      }
     }
   }
 
@@ -320,8 +339,7 @@ export class EdgeCache {
     this.disk.delete(key);
     this.disk.set(key, entry);
     if (mem) {
-      this.memory.delete(key);
-      this.memory.set(key, mem);
+      mem.used = true;
       return { memory: mem.bytes, size: mem.bytes.length, etag };
     }
     return { path: entry.path, size: entry.size, etag };

@@ -35,6 +35,7 @@ import { Prefetcher } from './prefetch.js';
 import { AnswerHeaders, sendError } from './answer-headers.js';
 import { saveSeqEvery } from './state-file.js';
 import { listenEdge } from './listener.js';
+import { askedHeaders } from './request-headers.js';
 
 /** The route label of a request: a fixed set, never a file id. */
 const routeOf = (target: string | undefined): string => {
@@ -211,9 +212,9 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     const f = judged.file;
     entry.sha256 = f.sha256;
     const headers = answerHeaders.base(f, judged.decision.signed, judged.decision.download);
-    const asked = req.headers;
-    const ifNoneMatch = asked['if-none-match'];
-    const ifModifiedSince = asked['if-modified-since'];
+    // From rawHeaders: the hot path never makes Node build req.headers (request-headers.ts).
+    const asked = askedHeaders(req.rawHeaders);
+    const { ifNoneMatch, ifModifiedSince } = asked;
     // Most requests are not conditional: the ETag's text is made only for those that are.
     if ((ifNoneMatch !== undefined || ifModifiedSince !== undefined) && notModified(ifNoneMatch, ifModifiedSince, `"${f.sha256}"`, f.completed_at)) {
       res.writeHead(304, ['ETag', `"${f.sha256}"`, 'Last-Modified', new Date(f.completed_at).toUTCString(), 'Cache-Control', judged.decision.signed ? 'private, no-store' : publicCache]);
@@ -221,7 +222,7 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
       return null;
     }
     let range = parseRange(asked.range, f.size);
-    const ifRange = asked['if-range'] as string | undefined;
+    const ifRange = asked.ifRange;
     if (range !== null && ifRange !== undefined && ifRange.trim() !== `"${f.sha256}"`) range = null;
     if (range === 'unsatisfiable') {
       sendError(res, 'range_not_satisfiable', 'The requested range lies outside the file.', ['Content-Range', `bytes */${f.size}`]);

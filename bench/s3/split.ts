@@ -5,7 +5,8 @@
 //
 //   npx tsx bench/s3/split.ts [--size MiB] [--rounds N] [--lines raw,put-signed,...] [--entry dist/cli/main.js] [--no-warmup] [--top N]
 //
-// Every line runs once unmeasured first (the JIT warms up as in a long-running origin). --top N
+// Every line runs once unmeasured first (the JIT warms up as in a long-running origin); then
+// rounds, the lines' order rotating each round. --top N
 // prints each line's N busiest symbols, JavaScript functions named (the origin runs with
 // --perf-basic-prof).
 // Needs perf (Debian: linux-perf) with perf_event_paranoid ≤ 2 or root; without it, only the
@@ -140,25 +141,29 @@ async function main(): Promise<void> {
       log("warmed up");
     }
     const tops: string[] = [];
-    const rows = [["line (s/GiB)", "total", "of it kernel (/proc)", ...PARTS.map(([name]) => name)]];
-    for (const line of LINES) {
-      const totals: number[] = [];
-      let kernel = 0;
-      const shares = new Map<string, number>(PARTS.map(([name]) => [name, 0]));
-      for (let round = 1; round <= ROUNDS; round++) {
+    const acc = new Map(LINES.map((line) => [line, { totals: [] as number[], kernel: 0, shares: new Map<string, number>(PARTS.map(([name]) => [name, 0])) }]));
+    // Rounds outside, lines inside, the order rotating each round: a line's cost must not depend on its place.
+    for (let round = 1; round <= ROUNDS; round++) {
+      const shift = (round - 1) % LINES.length;
+      for (const line of [...LINES.slice(shift), ...LINES.slice(0, shift)]) {
+        const a = acc.get(line)!;
         await settled(origin.pid);
         const before = origin.cpuMs() ?? 0;
         const sys0 = procCpu(origin.pid, true);
         const report = await sampled(perf, origin.pid, path.join(work, `${line}-${round}.perf`), () => run(line, round));
         const perGiB = ((origin.cpuMs() ?? 0) - before) / 1000 / (SIZE / GiB);
-        totals.push(perGiB);
-        kernel += (procCpu(origin.pid, true) - sys0) / (SIZE / GiB) / ROUNDS;
+        a.totals.push(perGiB);
+        a.kernel += (procCpu(origin.pid, true) - sys0) / (SIZE / GiB) / ROUNDS;
         if (report && TOP > 0 && round === 1) tops.push(`${line}:`, ...report.split("\n").filter((l) => /%/.test(l)).slice(0, TOP).map((l) => l.slice(0, 140)));
-        if (report) for (const [k, v] of parts(report)) shares.set(k, shares.get(k)! + (v * perGiB) / ROUNDS);
+        if (report) for (const [k, v] of parts(report)) a.shares.set(k, a.shares.get(k)! + (v * perGiB) / ROUNDS);
         log(`${line} round ${round}: ${fmt(perGiB, 2)} s/GiB`);
       }
-      const mean = totals.reduce((a, b) => a + b, 0) / totals.length;
-      rows.push([line, fmt(mean, 2), fmt(kernel, 2), ...PARTS.map(([name]) => fmt(shares.get(name)!, 2))]);
+    }
+    const rows = [["line (s/GiB)", "total", "of it kernel (/proc)", ...PARTS.map(([name]) => name)]];
+    for (const line of LINES) {
+      const a = acc.get(line)!;
+      const mean = a.totals.reduce((x, y) => x + y, 0) / a.totals.length;
+      rows.push([line, fmt(mean, 2), fmt(a.kernel, 2), ...PARTS.map(([name]) => fmt(a.shares.get(name)!, 2))]);
     }
     process.stdout.write(`\n${SIZE / MiB} MiB, ${ROUNDS} round(s), origin CPU per GiB (mean), split by perf samples:\n\n${renderTable(rows).join("\n")}\n`);
     if (tops.length > 0) process.stdout.write(`\n${tops.join("\n")}\n`);

@@ -8,7 +8,7 @@ import { MAX_VARIANT_SIDE } from '../core/variants.js';
 import {
   CliError, clientFor, folderArg, isCode, json, visibilityArg, wholeNumber, type ClientFlags, type Io,
 } from './common.js';
-import { formatBytes, formatTime, safeText, table } from './format.js';
+import { formatBytes, formatTime, safeText, shownFileName, table } from './format.js';
 
 const notFound = (id: string) => new CliError(`No file or folder has the id "${id}". List a folder with \`coffer ls\` to see the ids.`);
 
@@ -28,7 +28,7 @@ async function fileOrFolder<F, D>(id: string, onFile: () => Promise<F>, onFolder
 }
 
 const describe = (kind: 'file' | 'folder', r: FileRecord | FolderRecord): string =>
-  kind === 'folder' ? `folder ${safeText((r as FolderRecord).path)}` : `file ${safeText(r.name)}`;
+  kind === 'folder' ? `folder ${safeText((r as FolderRecord).path)}` : `file ${shownFileName(r.name)}`;
 
 // ls
 
@@ -64,7 +64,7 @@ export async function ls(folder: string | undefined, flags: ListFlags, io: Io): 
   if (listing.folders.length + listing.files.length === 0) return;
   const rows = [['ID', 'NAME', 'SIZE', 'VISIBILITY', 'MODIFIED']];
   for (const f of listing.folders) rows.push([f.folder_id, safeText(f.name) + '/', '-', visibilityCell(f), formatTime(f.updated_at)]);
-  for (const f of listing.files) rows.push([f.file_id, safeText(f.name), formatBytes(f.size), visibilityCell(f), formatTime(f.updated_at)]);
+  for (const f of listing.files) rows.push([f.file_id, shownFileName(f.name), formatBytes(f.size), visibilityCell(f), formatTime(f.updated_at)]);
   io.stdout.write(table(rows) + '\n');
 }
 

@@ -4,7 +4,7 @@ import { createWriteStream, rmSync, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { rename, rm, stat } from 'node:fs/promises';
 import { CliError, clientFor, type ClientFlags, type Io } from './common.js';
-import { safeText } from './format.js';
+import { safeText, shownFileName } from './format.js';
 import { Progress } from './progress.js';
 import { pathInside } from './safe-name.js';
 
@@ -50,7 +50,7 @@ function closeStream(stream: WriteStream): Promise<void> {
 export async function download(id: string, flags: ClientFlags & { output?: string; force?: boolean }, io: Io): Promise<void> {
   const client = await clientFor(flags, io);
   const file = await client.getFile(id);
-  const shown = safeText(file.name);
+  const shown = shownFileName(file.name);
   if (file.status !== 'ready') throw new CliError(`"${shown}" is still uploading; it can be downloaded once the upload completes.`);
   const toStdout = flags.output === '-';
   // The stored name is data: it only ever picks a plain name inside the target directory.
@@ -74,7 +74,7 @@ export async function download(id: string, flags: ClientFlags & { output?: strin
   const { download_url: url } = await client.downloadUrl({ file_id: id });
 
   const progress = new Progress(io.stderr, { live: io.stderr.isTTY === true && !toStdout, verb: 'downloaded' });
-  const task = progress.start(file.name, file.size);
+  const task = progress.start(shownFileName(file.name), file.size);
   const temp = `${target}.coffer-part-${process.pid}`;
   // 'wx': a file or link already at the temporary name is never written through.
   const out: NodeJS.WritableStream = toStdout ? process.stdout : createWriteStream(temp, { mode: 0o644, flags: 'wx' });

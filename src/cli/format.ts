@@ -43,6 +43,12 @@ export function safeText(name: string): string {
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
+/**
+ * A file's name for a terminal: the empty name (the S3 object under a key ending in "/",
+ * docs/s3.md "Keys and folders") shows as "/", as the Playground shows it, never as nothing.
+ */
+export const shownFileName = (name: string): string => (name === '' ? '/' : safeText(name));
+
 /** Cuts the middle out of a long name so its start and its extension both show. */
 export function shorten(text: string, width: number): string {
   const chars = [...text];

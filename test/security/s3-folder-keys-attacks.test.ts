@@ -5,7 +5,7 @@
  * its folder, keys confined to a folder, delivery at the edge, and the programmatic interface and
  * the command line showing the empty name.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -19,11 +19,14 @@ import { useS3Fixture } from '../helpers/s3-fixture.js';
 import { signedRequest } from '../helpers/s3-signed.js';
 import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { cliRunner } from '../helpers/cli-run.js';
+import { solidImage } from '../helpers/images.js';
 
 const t = useS3Fixture('fa');
 let edge: TestEdge;
 beforeAll(async () => {
   edge = await startTestEdge(t.o);
+  // Delivery URLs and links name this edge, so the command line downloads from it.
+  t.o.config.cdnUrl = edge.edge.url;
 }, 60_000);
 afterAll(async () => {
   await edge?.close();
@@ -218,4 +221,83 @@ describe('keys confined to a folder', () => {
     });
     expect(tus.status).toBe(400);
   });
+});
+
+/** A Public bucket holding `a/` (HTML, so the edge sends it as an attachment) and the file's id. */
+async function publicFolderObject(body: string | Buffer = '<b>x</b>', ContentType = 'text/html'): Promise<{ b: string; fileId: string; folderId: string }> {
+  const b = `fa-${Math.random().toString(16).slice(2, 12)}`;
+  await t.s3.send(new CreateBucketCommand({ Bucket: b, ACL: 'public-read' }));
+  await t.s3.send(new PutObjectCommand({ Bucket: b, Key: 'a/', Body: body, ContentType }));
+  const folderId = await folderAt(t.o, `${b}/a`);
+  return { b, fileId: (await emptyNamed(`${b}/a`))[0]!.file_id, folderId };
+}
+const atEdge = (url: string) => fetch(url.replace(/^https?:\/\/[^/]+/, edge.edge.url));
+
+describe('the object "a/" at the edge', () => {
+  test('Public: served with nosniff, a sandbox and as an attachment; a switch of the folder "a" to Private is refused unsigned at once, and a signed link serves it', async () => {
+    const { fileId, folderId } = await publicFolderObject();
+    const open = await fetch(`${edge.edge.url}/files/${fileId}`);
+    expect([open.status, await open.text(), open.headers.get('x-content-type-options')]).toEqual([200, '<b>x</b>', 'nosniff']);
+    expect(open.headers.get('content-disposition')).toMatch(/^attachment(;|$)/);
+    expect(open.headers.get('content-security-policy')).toContain('sandbox');
+    const hidden = await t.o.post('/collections/folder/update', { folder_id: folderId, visibility: 'Private' });
+    expect(hidden.status).toBe(200);
+    const unsigned = await fetch(`${edge.edge.url}/files/${fileId}`);
+    expect(unsigned.status).toBe(403);
+    expect(await unsigned.text()).not.toContain('<b>x</b>');
+    const link = await t.o.post('/collections/create-link', { file_id: fileId, file_type: 'document' });
+    const signed = await atEdge(link.body.presigned_url ?? '');
+    const dl = await t.o.post('/collections/file/download', { file_id: fileId });
+    const download = await atEdge(dl.body.download_url);
+    expect([signed.status, download.status]).toEqual([200, 200]);
+    expect(download.headers.get('content-disposition')).toMatch(/^attachment(;|$)/);
+  });
+
+  // Fails until /tmp/notes/A1-wants.patch (src/core/user-bytes.ts, src/core/variants.ts) lands:
+  // today the header is `attachment; filename=""; filename*=UTF-8''`. Then make it a `test`.
+  test.fails('the empty name never gives an empty filename: not at the edge, not as a download, not for an image variant, not through S3', async () => {
+    const { b, fileId } = await publicFolderObject();
+    const shown = [(await fetch(`${edge.edge.url}/files/${fileId}`)).headers.get('content-disposition')];
+    const dl = await t.o.post('/collections/file/download', { file_id: fileId });
+    shown.push((await atEdge(dl.body.download_url)).headers.get('content-disposition'));
+    shown.push((await t.s3.send(new GetObjectCommand({ Bucket: b, Key: 'a/' }))).ContentDisposition ?? null);
+    const image = await publicFolderObject(await solidImage('png', 8, 8), 'image/png');
+    const link = await t.o.post('/collections/create-link', { file_id: image.fileId, file_type: 'image', variant: { w: 4, format: 'webp' } });
+    const variant = await atEdge(link.body.presigned_url);
+    expect([variant.status, variant.headers.get('content-type')]).toEqual([200, 'image/webp']);
+    shown.push(variant.headers.get('content-disposition'));
+    expect(shown.every((h) => h !== null && !/filename="\.webp"/.test(h))).toBe(true);
+    for (const header of shown) expect(header).not.toMatch(/filename\*?=("")?(UTF-8'')?(;|$)/i);
+  });
+});
+
+describe('the empty name in the programmatic interface and the command line', () => {
+  test('search refuses the empty query; the name sort puts the empty name first ascending and last descending', async () => {
+    const b = await t.newBucket(['a/x.txt', 'a/b.txt']);
+    await put(b, 'a/', 'own');
+    const folder_id = await folderAt(t.o, `${b}/a`);
+    const search = await t.o.post('/collections/search', { folder_id, query: '' });
+    expect([search.status, search.body.error?.code]).toEqual([400, 'invalid_query']);
+    const names = async (order: 'asc' | 'desc') =>
+      (await t.o.post('/collections/list', { folder_id, sort: 'name', order })).body.files.map((f: { name: string }) => f.name);
+    expect([await names('asc'), await names('desc')]).toEqual([['', 'b.txt', 'x.txt'], ['x.txt', 'b.txt', '']]);
+  });
+
+  test('coffer ls shows the empty name as "/"; coffer download saves it under the file id, inside the directory', async () => {
+    const { fileId, folderId } = await publicFolderObject('saved bytes', 'text/plain');
+    const root = await mkdtemp(join(tmpdir(), 'coffer-fa-cli-'));
+    try {
+      const cli = cliRunner({ url: t.o.url, key: t.o.key, root });
+      const ls = await cli.ok(['ls', folderId]);
+      const row = ls.stdout.split('\n').find((l) => l.startsWith(fileId))!;
+      expect(row.split(/\s{2,}/).slice(0, 2)).toEqual([fileId, '/']);
+      const out = join(root, 'out');
+      await mkdir(out);
+      const d = await cli.ok(['download', fileId, '-o', `${out}/`]);
+      expect(d.stderr).not.toContain('""');
+      expect(await readdir(out)).toEqual([fileId]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
-  CompleteMultipartUploadCommand, CopyObjectCommand, CreateBucketCommand, CreateMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand,
+  CompleteMultipartUploadCommand, CopyObjectCommand, CreateBucketCommand, CreateMultipartUploadCommand, DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand,
   HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, UploadPartCommand, type S3Client,
 } from '@aws-sdk/client-s3';
 import { expectS3Error, filesIn, folderAt, makeKey, s3Client } from '../helpers/s3-api.js';
@@ -176,12 +176,25 @@ describe('keys confined to a folder', () => {
       expect(await read(b, 'team/', confined)).toBe('own bytes');
       await confined.send(new DeleteObjectCommand({ Bucket: b, Key: 'team/' }));
       expect((await t.o.post('/collections/folder/get', { folder_id: team })).status).toBe(200);
+      await put(b, 'team/', 'again', confined);
+      const many = await confined.send(new DeleteObjectsCommand({ Bucket: b, Delete: { Objects: [{ Key: 'team/' }] } }));
+      expect(many.Deleted?.map((d) => d.Key)).toEqual(['team/']);
+      expect((await t.o.post('/collections/folder/get', { folder_id: team })).status).toBe(200);
       // The key still works in its folder.
       await put(b, 'team/after', 'after', confined);
       expect(await read(b, 'team/after', confined)).toBe('after');
     } finally {
       confined.destroy();
     }
+  });
+
+  test('DeleteObject of a marker leaves a folder made through the programmatic interface, and one S3 made that still holds anything', async () => {
+    const b = await t.newBucket(['held/x']);
+    const made = await t.o.post('/collections/folder/create', { name: 'made', visibility: 'Public', parent_id: await folderAt(t.o, b) });
+    expect(made.status).toBe(200);
+    for (const Key of ['made/', 'held/']) await t.s3.send(new DeleteObjectCommand({ Bucket: b, Key }));
+    expect((await folderNames(b)).sort()).toEqual(['held', 'made']);
+    expect(await keysOf(b)).toEqual(['held/x']);
   });
 
   test('a key confined to "team/sub" cannot read, write or delete "team/" nor the bucket\'s other keys, and DeleteObject "team/sub/" leaves its own folder', async () => {
@@ -195,6 +208,7 @@ describe('keys confined to a folder', () => {
       for (const Key of ['team/', 'other/']) {
         await expectS3Error(confined.send(new GetObjectCommand({ Bucket: b, Key })), 404, 'NoSuchKey');
         await expectS3Error(put(b, Key, 'over', confined), 403, 'AccessDenied');
+        await expectS3Error(put(b, Key, '', confined), 403, 'AccessDenied');
         await confined.send(new DeleteObjectCommand({ Bucket: b, Key }));
       }
       await confined.send(new DeleteObjectCommand({ Bucket: b, Key: 'team/sub/' }));

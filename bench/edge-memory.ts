@@ -43,6 +43,8 @@ const USAGE = `usage: npx tsx bench/edge-memory.ts [options]   (run \`npm run bu
                         shown by the name of the directory that holds its dist/
   --edges N             edge processes per build, measured together; medians are shown (default 3)
   --idle S              seconds after "listening" before the first measurement (default 5)
+  --long S              seconds after "listening" before the second, still idle (default 60; 0 skips it):
+                        an idle edge's timers can make V8 optimize, and map its compiler in, after a while
   --settle S            seconds idle after the burst and after the scrape (default 10)
   --burst N             GET requests per process in the burst, 4 at a time (default 2000)
   --env-edge K=V        extra environment for every edge (repeatable), e.g. MALLOC_ARENA_MAX=2
@@ -53,6 +55,7 @@ interface Options {
   entries: string[];
   edges: number;
   idleMs: number;
+  longMs: number;
   settleMs: number;
   burst: number;
   envEdge: Record<string, string>;
@@ -64,7 +67,7 @@ function parseOptions(argv: string[]): Options {
   const { values } = parseArgs({
     args: argv,
     options: {
-      entry: { type: "string" }, "compare-entry": { type: "string", multiple: true }, edges: { type: "string" }, idle: { type: "string" },
+      entry: { type: "string" }, "compare-entry": { type: "string", multiple: true }, edges: { type: "string" }, idle: { type: "string" }, long: { type: "string" },
       settle: { type: "string" }, burst: { type: "string" }, "env-edge": { type: "string", multiple: true }, json: { type: "boolean" }, keep: { type: "boolean" }, help: { type: "boolean" },
     },
   });
@@ -80,6 +83,7 @@ function parseOptions(argv: string[]): Options {
     edges: positiveNumber(values.edges, 3, "--edges", true),
     idleMs: positiveNumber(values.idle, 5, "--idle") * 1000,
     settleMs: positiveNumber(values.settle, 10, "--settle") * 1000,
+    longMs: values.long === "0" ? 0 : positiveNumber(values.long, 60, "--long") * 1000,
     burst: positiveNumber(values.burst, 2000, "--burst", true),
     envEdge: parseEnvPairs(values["env-edge"], "--env-edge"),
     json: values.json ?? false,
@@ -113,13 +117,14 @@ function medianMemory(pids: number[]): Memory {
   return { vmRss: med((m) => m.vmRss), rssAnon: med((m) => m.rssAnon), rssFile: med((m) => m.rssFile), pss: med((m) => m.pss) };
 }
 
-const PHASES = ["idle", "after burst", "after scrape"] as const;
-type Phase = (typeof PHASES)[number];
+type Phase = "idle" | "idle, later" | "after burst" | "after scrape";
 
 interface Line {
   name: string;
   phases: Partial<Record<Phase, Memory>>;
 }
+
+const phasesOf = (opts: Options): Phase[] => ["idle", ...(opts.longMs > opts.idleMs ? ["idle, later" as const] : []), "after burst", "after scrape"];
 
 interface Origin {
   child: Child;
@@ -240,13 +245,17 @@ async function measure(kind: Kind, n: number, opts: Options): Promise<Line> {
   try {
     await sleep(opts.idleMs);
     line.phases.idle = medianMemory(pids);
+    if (opts.longMs > opts.idleMs) {
+      await sleep(opts.longMs - opts.idleMs);
+      line.phases["idle, later"] = medianMemory(pids);
+    }
     await Promise.all(procs.map((p) => burst(p.url, kind.path, opts.burst)));
     await sleep(opts.settleMs);
     line.phases["after burst"] = medianMemory(pids);
     await Promise.all(procs.map((p) => burst(p.url, kind.scrapePath, 1)));
     await sleep(opts.settleMs);
     line.phases["after scrape"] = medianMemory(pids);
-    log(`${kind.name}: ${PHASES.map((ph) => `${ph} ${fmt(line.phases[ph]!.vmRss / 1000)} MB`).join(", ")}`);
+    log(`${kind.name}: ${phasesOf(opts).map((ph) => `${ph} ${fmt(line.phases[ph]!.vmRss / 1000)} MB`).join(", ")}`);
     return line;
   } finally {
     await stopAll(procs.map((p) => p.child));
@@ -257,7 +266,7 @@ function render(lines: Line[], opts: Options, load: number | null): string {
   const mb = (x: number) => fmt(x / 1000);
   const rows = [["", "phase", "VmRSS", "RssAnon", "RssFile", "PSS"]];
   for (const l of lines) {
-    for (const ph of PHASES) {
+    for (const ph of phasesOf(opts)) {
       const m = l.phases[ph]!;
       rows.push([ph === "idle" ? l.name : "", ph, mb(m.vmRss), mb(m.rssAnon), mb(m.rssFile), mb(m.pss)]);
     }
@@ -265,7 +274,7 @@ function render(lines: Line[], opts: Options, load: number | null): string {
   return [
     `Idle edge memory, MB (1000 kB) per process, median of ${opts.edges} processes per line; load average ${fmt(load, 2)} at start`,
     ...(Object.keys(opts.envEdge).length > 0 ? [`edges' extra environment: ${Object.entries(opts.envEdge).map(([k, v]) => `${k}=${v}`).join(" ")}`] : []),
-    `phases: ${opts.idleMs / 1000} s after listening; after ${opts.burst} GETs of a 4 KiB Public file and ${opts.settleMs / 1000} s idle; after one /metrics scrape and ${opts.settleMs / 1000} s idle`,
+    `phases: ${opts.idleMs / 1000} s after listening;${opts.longMs > opts.idleMs ? ` ${opts.longMs / 1000} s after listening;` : ""} after ${opts.burst} GETs of a 4 KiB Public file and ${opts.settleMs / 1000} s idle; after one /metrics scrape and ${opts.settleMs / 1000} s idle`,
     ...renderTable(rows, 2),
   ].join("\n");
 }

@@ -1,22 +1,63 @@
 /**
  * Imported first by the `coffer` command (src/cli/main.ts), before commander and the
  * settings load: for `coffer edge`, V8's young generation stays at its initial size from the
- * first module on (start/memory.ts), and nothing is optimized while the edge loads and
- * starts. settleEdge gives V8's defaults back once the edge listens.
+ * first module on (start/memory.ts), and V8 optimizes nothing until the edge is busy.
  */
 import { setV8Flag } from '../core/v8-flags.js';
 import { keepEdgeYoungGenerationSmall, settleEdgeAfterStart } from './memory.js';
 
 if (process.argv[2] === 'edge') {
   keepEdgeYoungGenerationSmall();
-  // Loading resolves a few hundred paths, which made V8 optimize Node's own path functions,
-  // and compiling them maps in about 3 MB of the optimizing compiler's code that an idle edge
-  // never uses again. Functions that ran meanwhile are still optimized once the flag is back
-  // and they run hot.
+  // The first function V8 optimizes maps in about 3.5 MB of the optimizing compiler's code
+  // (pages of the node binary), and its working memory stays with the process: loading made
+  // Node's path functions hot, an idle edge's timers do within a minute. Functions that ran
+  // meanwhile are optimized as usual once the flag is back and they run hot.
   setV8Flag('--no-opt');
 }
 
-/** Once an edge listens: the compilers back (memory.ts turns --opt on), one compaction, V8's young generation defaults. */
+/** CPU in one second above which an edge is busy: an idle one spends about 5 ms a second on its lease and feed. */
+export const BUSY_CPU_MICROS = 50_000;
+
+/** Turns V8's optimizing compiler on, once, at the first check that finds the process busy. */
+export class OptimizeWhenBusy {
+  private last: number;
+  on = false;
+
+  constructor(
+    /** User + system CPU the process has used, in microseconds. */
+    private readonly cpuMicros: () => number = () => {
+      const u = process.cpuUsage();
+      return u.user + u.system;
+    },
+    private readonly enable: () => void = () => setV8Flag('--opt'),
+  ) {
+    this.last = cpuMicros();
+  }
+
+  /** Called every second; true once the compiler is on. */
+  check(): boolean {
+    if (this.on) return true;
+    const now = this.cpuMicros();
+    const used = now - this.last;
+    this.last = now;
+    if (used < BUSY_CPU_MICROS) return false;
+    this.enable();
+    this.on = true;
+    return true;
+  }
+}
+
+/**
+ * Once an edge listens: one compaction and V8's young generation defaults (memory.ts), and the
+ * optimizing compiler off until the edge is busy. A busy edge's hot path is optimized within
+ * a second of the load arriving; an idle or nearly idle one never maps the compiler in.
+ */
 export function settleEdge(): void {
   settleEdgeAfterStart();
+  setV8Flag('--no-opt');
+  const busy = new OptimizeWhenBusy();
+  const timer = setInterval(() => {
+    if (busy.check()) clearInterval(timer);
+  }, 1000);
+  timer.unref();
 }

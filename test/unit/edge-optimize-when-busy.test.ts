@@ -1,0 +1,38 @@
+/**
+ * An edge process runs without V8's optimizing compiler until it is busy
+ * (src/start/edge-early.ts): the compiler comes on at the first one-second check in which the
+ * process used BUSY_CPU_MICROS of CPU or more, once, and never at an idle edge's few
+ * milliseconds a second.
+ */
+import { describe, expect, it } from 'vitest';
+import { BUSY_CPU_MICROS, OptimizeWhenBusy } from '../../src/start/edge-early.js';
+
+function edgeProcess(cpuPerCheck: number[]) {
+  let cpu = 1_000_000;
+  let enabled = 0;
+  const busy = new OptimizeWhenBusy(() => cpu, () => enabled++);
+  const seen = cpuPerCheck.map((used) => {
+    cpu += used;
+    return busy.check();
+  });
+  return { seen, enabled: () => enabled };
+}
+
+describe('the optimizing compiler at an edge', () => {
+  it('stays off while the edge idles at a few milliseconds of CPU a second', () => {
+    const idle = edgeProcess(Array.from({ length: 600 }, (_, i) => 2_000 + (i % 7) * 1_000));
+    expect(idle.seen.every((on) => !on)).toBe(true);
+    expect(idle.enabled()).toBe(0);
+  });
+
+  it('comes on at the first busy second, once, and stays on', () => {
+    const p = edgeProcess([5_000, 5_000, BUSY_CPU_MICROS - 1, BUSY_CPU_MICROS, 0, 900_000, 0]);
+    expect(p.seen).toEqual([false, false, false, true, true, true, true]);
+    expect(p.enabled()).toBe(1);
+  });
+
+  it('counts the CPU of each second alone: many calm seconds do not add up to a busy one', () => {
+    const p = edgeProcess(Array.from({ length: 100 }, () => BUSY_CPU_MICROS / 2));
+    expect(p.enabled()).toBe(0);
+  });
+});

@@ -8,6 +8,8 @@
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
@@ -20,8 +22,10 @@ import { signedRequest } from '../helpers/s3-signed.js';
 import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { cliRunner } from '../helpers/cli-run.js';
 import { solidImage } from '../helpers/images.js';
+import { waitFor } from '../kit/poll.js';
 
-const t = useS3Fixture('fa');
+// Webhook receivers listen on loopback here.
+const t = useS3Fixture('fa', { settings: { COFFER_WEBHOOK_ALLOW_PRIVATE: '1', COFFER_WEBHOOK_RETRY_BASE_MS: '50' } });
 let edge: TestEdge;
 beforeAll(async () => {
   edge = await startTestEdge(t.o);
@@ -312,6 +316,43 @@ describe('the empty name in the programmatic interface and the command line', ()
       expect(await readdir(out)).toEqual([fileId]);
     } finally {
       await rm(root, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe('webhooks for the object "a/"', () => {
+  test('a webhook confined to the folder "a" hears file.ready of "a/" with the name "" and its file.deleted, one confined to a sibling hears neither', async () => {
+    const got: Array<{ hook: string; type: string; data: { file_id: string; name: string } }> = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        const event = JSON.parse(body) as { type: string; data: { file_id: string; name: string } };
+        got.push({ hook: req.url!.slice(1), ...event });
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const made: string[] = [];
+    try {
+      const b = await t.newBucket(['a/x', 'sib/x']);
+      for (const [name, folder] of [['inside', 'a'], ['sibling', 'sib']] as const) {
+        // A webhook made by a key confined to a folder hears that folder's subtree only.
+        const key = await t.o.post('/collections/keys/create', { name, scopes: ['read', 'admin'], folder_id: await folderAt(t.o, `${b}/${folder}`) });
+        const hook = await t.o.post('/collections/webhooks/create', { url: `${url}/${name}`, events: ['file.ready', 'file.deleted'] }, { headers: { authorization: `Bearer ${key.body.key}` } });
+        expect(hook.status, JSON.stringify(hook.body)).toBe(200);
+        made.push(hook.body.webhook_id);
+      }
+      await put(b, 'a/', 'hooked');
+      const [file] = await emptyNamed(`${b}/a`);
+      await t.s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'a/' }));
+      const ofFile = () => got.filter((e) => e.data.file_id === file!.file_id);
+      await waitFor(() => ofFile().length >= 2, { timeoutMs: 20_000, what: 'two events of "a/"' });
+      expect(ofFile().map((e) => [e.hook, e.type, e.data.name])).toEqual([['inside', 'file.ready', ''], ['inside', 'file.deleted', undefined]]);
+    } finally {
+      for (const webhook_id of made) await t.o.post('/collections/webhooks/delete', { webhook_id });
+      server.close();
     }
   }, 60_000);
 });

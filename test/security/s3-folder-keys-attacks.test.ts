@@ -201,7 +201,7 @@ describe('keys confined to a folder', () => {
     expect(await keysOf(b)).toEqual(['held/x']);
   });
 
-  test('a key confined to "team/sub" cannot read, write or delete "team/" nor the bucket\'s other keys, and DeleteObject "team/sub/" leaves its own folder', async () => {
+  test('a key confined to "team/sub" cannot read, write, copy from, copy onto or delete "team/" nor the bucket\'s other keys, and DeleteObject "team/sub/" leaves its own folder', async () => {
     const b = await t.newBucket(['other/x']);
     await put(b, 'team/sub/', '');
     await put(b, 'team/', 'team bytes');
@@ -215,6 +215,11 @@ describe('keys confined to a folder', () => {
         await expectS3Error(put(b, Key, '', confined), 403, 'AccessDenied');
         await confined.send(new DeleteObjectCommand({ Bucket: b, Key }));
       }
+      await put(b, 'team/sub/', 'own', confined);
+      // Copies and multipart uploads across the border: the source unseen, the target refused.
+      await expectS3Error(confined.send(new CopyObjectCommand({ Bucket: b, Key: 'team/sub/c', CopySource: `${b}/team/` })), 404, 'NoSuchKey');
+      await expectS3Error(confined.send(new CopyObjectCommand({ Bucket: b, Key: 'team/', CopySource: `${b}/team/sub/` })), 403, 'AccessDenied');
+      await expectS3Error(confined.send(new CreateMultipartUploadCommand({ Bucket: b, Key: 'other/' })), 403, 'AccessDenied');
       await confined.send(new DeleteObjectCommand({ Bucket: b, Key: 'team/sub/' }));
       expect((await t.o.post('/collections/folder/get', { folder_id: sub })).status).toBe(200);
       expect([await read(b, 'team/'), await read(b, 'other/')]).toEqual(['team bytes', 'other bytes']);

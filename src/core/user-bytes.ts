@@ -22,8 +22,13 @@ export const sendableType = (contentType: string): string => (isSendableContentT
 /** The policy of an answer whose type is not inline-safe: no script, no plugin, nothing loaded. */
 export const SANDBOX_CSP = "sandbox; default-src 'none'";
 
-/** RFC 6266: a plain ASCII `filename` for old clients and the exact name as `filename*`. */
+/**
+ * RFC 6266: a plain ASCII `filename` for old clients and the exact name as `filename*`. The
+ * empty name (S3's object under a key ending in "/") gives no filename at all, never an empty
+ * one: the browser then names the file after the URL's last segment, the file id.
+ */
 export function contentDisposition(name: string, attachment: boolean): string {
+  if (name === '') return attachment ? 'attachment' : 'inline';
   const fallback = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
   const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `${attachment ? 'attachment' : 'inline'}; filename="${fallback}"; filename*=UTF-8''${encoded}`;

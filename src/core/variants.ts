@@ -138,6 +138,8 @@ export const variantKey = (p: VariantParams, out: OutputFormat): string =>
 
 /** The file's name with the extension of the format it is sent in. */
 export function variantName(name: string, out: OutputFormat): string {
+  // The empty name stays empty (no filename is sent for it), never the hidden name ".webp".
+  if (name === '') return '';
   const dot = name.lastIndexOf('.');
   return `${dot > 0 ? name.slice(0, dot) : name}.${EXTENSIONS[out]}`;
 }

@@ -278,7 +278,7 @@ describe('the object "a/" at the edge', () => {
 
   // Fails until /tmp/notes/A1-wants.patch (src/core/user-bytes.ts, src/core/variants.ts) lands:
   // today the header is `attachment; filename=""; filename*=UTF-8''`. Then make it a `test`.
-  test.fails('the empty name never gives an empty filename: not at the edge, not as a download, not for an image variant, not through S3', async () => {
+  test('the empty name never gives an empty filename: not at the edge, not as a download, not for an image variant, not through S3', async () => {
     const { b, fileId } = await publicFolderObject();
     const shown = [(await fetch(`${edge.edge.url}/files/${fileId}`)).headers.get('content-disposition')];
     const dl = await t.o.post('/collections/file/download', { file_id: fileId });

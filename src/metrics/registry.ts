@@ -23,7 +23,9 @@ export interface HttpMetrics {
 export function httpMetrics(processName: 'origin' | 'edge'): HttpMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ process: processName });
-  collectDefaultMetrics({ register: registry, prefix: 'coffer_' });
+  // The event loop's delay is sampled once a second, not every 10 ms: an idle process otherwise
+  // wakes 100 times a second for it, and a fleet of idle edges pays that per edge.
+  collectDefaultMetrics({ register: registry, prefix: 'coffer_', eventLoopMonitoringPrecision: 1000 });
   // prom-client names these three gauges `_total`, which Prometheus keeps for counters; the
   // same counts remain, by type, in coffer_nodejs_active_handles, _requests and _resources.
   for (const name of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`coffer_nodejs_active_${name}_total`);

@@ -5,7 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { MetadataStore } from '../../src/core/ports.js';
 import { openSqliteStore } from '../../src/adapters/metadata/sqlite.js';
 import { openPostgresStore } from '../../src/adapters/metadata/postgres.js';
@@ -30,6 +30,18 @@ describe.each(engines)('edge reports on %s', (_name, open) => {
   afterAll(async () => {
     await store?.close();
     await cleanup?.();
+  });
+
+  it('writes a report without a sync of its own: 200 edges must not stall the origin behind the disk', async () => {
+    const tx = vi.spyOn(store, 'transaction');
+    try {
+      await store.recordEdgeReport({ edge_id: 'relaxed', origin_id: 'o1', received_at: T0, report: '{}' });
+      expect(tx).toHaveBeenCalledTimes(1);
+      expect(tx.mock.calls[0]![1]).toEqual({ durable: false });
+    } finally {
+      tx.mockRestore();
+    }
+    await store.pruneEdgeReports(T0 + 1);
   });
 
   it('keeps one row per edge, the newest replacing the one before, times as numbers', async () => {

@@ -80,8 +80,8 @@ export async function cpuLines(c: CpuRun): Promise<{ rows: string[][]; note: str
   const s3 = new BenchS3(c.s3Url, c.keyId, c.secret, agent);
   const lines: Line[] = [{ name: `raw parts (${c.part / 2 ** 20} MiB, ${c.parallel} in flight)`, run: c.raw, cpu: [] }];
   for (const mode of PAYLOAD_MODES) {
-    lines.push({ name: `PutObject, ${MODE_NAMES[mode]}`, run: () => s3.putObject(c.bucket, `cpu-put-${mode}.bin`, { file: c.file, offset: 0, length: c.size }, mode), cpu: [] });
-    lines.push({ name: `UploadPart, ${MODE_NAMES[mode]}`, run: () => s3.multipart(c.bucket, `cpu-mpu-${mode}.bin`, c.file, c.size, c.part, c.parallel, mode), cpu: [] });
+    lines.push({ name: `PutObject, ${MODE_NAMES[mode]}`, run: (round) => s3.putObject(c.bucket, `cpu-put-${mode}-${round}.bin`, { file: c.file, offset: 0, length: c.size }, mode), cpu: [] });
+    lines.push({ name: `UploadPart, ${MODE_NAMES[mode]}`, run: (round) => s3.multipart(c.bucket, `cpu-mpu-${mode}-${round}.bin`, c.file, c.size, c.part, c.parallel, mode), cpu: [] });
   }
   try {
     for (let round = 1; round <= c.rounds; round++) {

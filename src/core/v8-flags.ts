@@ -5,7 +5,7 @@
 import v8 from 'node:v8';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 
-/** The last value given to each flag, by name: `--no-opt` and `--opt` are one flag. */
+/** The last value given to each flag, by name: `--no-turbofan` and `--turbofan` are one flag (V8 still takes `--opt` as an alias for now). */
 const flags = new Map<string, string>();
 
 function flagName(flag: string): string {

@@ -10,7 +10,6 @@
  * names checked before a byte is taken.
  */
 import net from 'node:net';
-import tls from 'node:tls';
 import type { OriginClient } from './origin-client.js';
 
 const READ_BUFFER = 256 * 1024;
@@ -115,7 +114,7 @@ export function fetchBlobRaw(origin: OriginClient, token: string, fileId: string
       return deliver(bytes.subarray(end + 4 - before));
     };
     const socket: net.Socket = origin.secure
-      ? tls.connect({ host: origin.host, port: origin.port, servername: net.isIP(origin.host) ? undefined : origin.host, ...(origin.ca ? { ca: origin.ca } : {}) })
+      ? process.getBuiltinModule('node:tls').connect({ host: origin.host, port: origin.port, servername: net.isIP(origin.host) ? undefined : origin.host, ...(origin.ca ? { ca: origin.ca } : {}) })
       : net.connect({
         host: origin.host,
         port: origin.port,

@@ -6,7 +6,6 @@
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import https from 'node:https';
 import { ConfigError } from '../config/config.js';
 
 export interface OriginClient {
@@ -49,14 +48,16 @@ export function originClient(originUrl: string, caPath: string | undefined): Ori
     }
   }
   const tlsOptions: { ca?: Buffer } = ca ? { ca } : {};
-  const lib = secure ? https : http;
+  // TLS loads only for an https origin: an edge on a private network never needs it.
+  const https = secure ? process.getBuiltinModule('node:https') : null;
+  const lib = https ?? http;
   return {
     url,
     secure,
     host: parsed.hostname.replace(/^\[|\]$/g, ''),
     port: Number(parsed.port || (secure ? 443 : 80)),
     ca,
-    agent: (opts) => (secure ? new https.Agent({ ...opts, ...tlsOptions }) : new http.Agent(opts)),
+    agent: (opts) => (https ? new https.Agent({ ...opts, ...tlsOptions }) : new http.Agent(opts)),
     request: (path, opts, onResponse) => lib.request(url + path, { ...tlsOptions, ...opts }, onResponse),
     get: (path, opts, onResponse) => lib.get(url + path, { ...tlsOptions, ...opts }, onResponse),
   };

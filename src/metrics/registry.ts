@@ -6,8 +6,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { errors } from '../core/errors.js';
+import { DURATION_BUCKETS } from './tallied.js';
 
-export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+// Kept with the tallies, which an edge counts before it loads prom-client (edge/metrics.ts).
+export { DURATION_BUCKETS };
 
 export interface HttpMetrics {
   registry: Registry;

@@ -12,7 +12,7 @@ if (process.argv[2] === 'edge') {
   // (pages of the node binary), and its working memory stays with the process: loading made
   // Node's path functions hot, an idle edge's timers do within a minute. Functions that ran
   // meanwhile are optimized as usual once the flag is back and they run hot.
-  setV8Flag('--no-opt');
+  setV8Flag('--no-turbofan');
 }
 
 /** CPU in one second above which an edge is busy: an idle one spends about 5 ms a second on its lease and feed. */
@@ -29,7 +29,7 @@ export class OptimizeWhenBusy {
       const u = process.cpuUsage();
       return u.user + u.system;
     },
-    private readonly enable: () => void = () => setV8Flag('--opt'),
+    private readonly enable: () => void = () => setV8Flag('--turbofan'),
   ) {
     this.last = cpuMicros();
   }
@@ -54,7 +54,7 @@ export class OptimizeWhenBusy {
  */
 export function settleEdge(): void {
   settleEdgeAfterStart();
-  setV8Flag('--no-opt');
+  setV8Flag('--no-turbofan');
   const busy = new OptimizeWhenBusy();
   const timer = setInterval(() => {
     if (busy.check()) clearInterval(timer);

@@ -80,13 +80,13 @@ export function keepYoungGenerationSmall(): void {
   setV8Flag('--semi-space-growth-factor=1');
   setV8Flag('--no-parallel-scavenge');
   setV8Flag('--no-concurrent-marking');
-  setV8Flag('--no-opt');
+  setV8Flag('--no-turbofan');
   setV8Flag('--no-sparkplug');
 }
 
 /** The compilers back, and one compacting collection; returns V8's collector, when it can be had. */
 function compact(): Gc | undefined {
-  setV8Flag('--opt');
+  setV8Flag('--turbofan');
   setV8Flag('--sparkplug');
   setV8Flag('--expose-gc');
   const gc = vm.runInNewContext('gc') as Gc | undefined;
@@ -114,10 +114,10 @@ export function compactAfterStart(): void {
 }
 
 /**
- * For an edge while it loads: the young generation stays at its initial size. The compilers
- * stay on: an edge loaded under `--no-opt` idled 5 MB lower (the optimizing compiler's code
- * in the node binary never touched), but answered a 4 KiB hit with about 25% more CPU once
- * the compilers were back (`npm run bench:delivery -- --scenarios small`).
+ * For an edge while it loads: the young generation stays at its initial size. start/edge-early.ts
+ * also loads it under `--no-turbofan` (about 4 MB lower idle: the optimizing compiler's code in the
+ * node binary never touched); settleEdgeAfterStart turns the compiler back on, and the hot path
+ * is optimized as before (the same functions under --trace-opt, the same CPU per 4 KiB hit).
  */
 export function keepEdgeYoungGenerationSmall(): void {
   setV8Flag('--semi-space-growth-factor=1');

@@ -8,13 +8,13 @@ import { startTestOrigin, type TestOrigin } from '../helpers/origin.js';
 import { spawnCoffer } from '../helpers/processes.js';
 
 /**
- * An idle edge measured 58.5–59.5 MB on Node 20 (61.3 MB before it loaded with a small young
- * generation and compacted once it listened); some 43 MB of it are pages of the node binary
- * and its libraries, shared by every Node process on the machine (docs/operations.md,
- * "Memory"). Its own memory (RssAnon) measured 15.0–16.1 MB, 17.9 MB before.
+ * An idle edge measured 51.0 MB on Node 20 (kB × 1024; 59–61 MB before it loaded less and
+ * without the optimizing compiler, bench/README.md "Idle edge memory"); some 39 MB of it are
+ * pages of the node binary and its libraries, shared by every Node process on the machine
+ * (docs/operations.md, "Memory"). Its own memory (RssAnon) measured 11.7 MB, 15–18 MB before.
  */
-const IDLE_EDGE_RSS_BYTES = 61e6;
-const IDLE_EDGE_OWN_BYTES = 17e6;
+const IDLE_EDGE_RSS_BYTES = 55e6;
+const IDLE_EDGE_OWN_BYTES = 14.5e6;
 
 /** A process's resident memory in bytes, as the kernel counts it (Linux). */
 const statusBytes = (pid: number, field: 'VmRSS' | 'RssAnon'): number =>
@@ -29,7 +29,7 @@ describe("an idle edge's memory", () => {
     await o?.close();
   });
 
-  it('stays within 61 MB, 17 MB of it its own, one second after the built edge listens, following an origin with its cache empty', async () => {
+  it('stays within 55 MB, 14.5 MB of it its own, one second after the built edge listens, following an origin with its cache empty', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'coffer-edge-memory-'));
     const edge = spawnCoffer({
       kind: 'edge', name: 'edge', args: ['edge', '--origin', o.url],

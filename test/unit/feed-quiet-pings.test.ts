@@ -3,32 +3,11 @@
  * only keeps a silent stream's watchdog quiet, so a stream written to lately gets none, and a
  * quiet one gets one every `quietMs` or so, never a lease of silence. On a clock moved by hand.
  */
-import { EventEmitter } from 'node:events';
-import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { FeedStreams } from '../../src/feed/streams.js';
 import { ManualClock } from '../kit/clock.js';
+import { FakeResponse } from '../helpers/fake-response.js';
 
-class FakeResponse extends EventEmitter {
-  destroyed = false;
-  writableLength = 0;
-  writableNeedDrain = false;
-  readonly written: string[] = [];
-  writeHead(): this {
-    return this;
-  }
-  write(text: string): boolean {
-    this.written.push(text);
-    return true;
-  }
-  end(): void {
-    this.destroyed = true;
-    this.emit('close');
-  }
-  destroy(): void {
-    this.end();
-  }
-}
 
 const LEASE = 1000;
 const QUIET = (LEASE * 2) / 5;
@@ -39,7 +18,7 @@ describe('quiet pings', () => {
     const clock = new ManualClock();
     const feed = new FeedStreams({ eventsAfter: async () => [], head: () => 0, learned: () => {}, drainMs: LEASE, quietMs: QUIET, clock });
     const a = new FakeResponse();
-    feed.attach('a', 0, a as unknown as ServerResponse);
+    feed.attach('a', 0, a.res);
     await clock.advance(0);
     expect(a.written.length, 'the ping sent on attach').toBe(1);
     const writes: number[] = [];
@@ -61,10 +40,10 @@ describe('quiet pings', () => {
     const feed = new FeedStreams({ eventsAfter: async () => [], head: () => 0, learned: () => {}, drainMs: LEASE, quietMs: QUIET, clock });
     const a = new FakeResponse();
     const b = new FakeResponse();
-    feed.attach('a', 0, a as unknown as ServerResponse);
+    feed.attach('a', 0, a.res);
     await clock.advance(0);
     await clock.advance(QUIET - 10);
-    feed.attach('b', 0, b as unknown as ServerResponse);
+    feed.attach('b', 0, b.res);
     await clock.advance(0);
     await clock.advance(10);
     feed.ping();
@@ -72,7 +51,7 @@ describe('quiet pings', () => {
     expect(b.written.length, 'b was just written to: not pinged').toBe(1);
     await clock.advance(QUIET);
     const c = new FakeResponse();
-    feed.attach('c', 0, c as unknown as ServerResponse);
+    feed.attach('c', 0, c.res);
     await clock.advance(0);
     await clock.advance(QUIET);
     feed.ping();

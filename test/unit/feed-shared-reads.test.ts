@@ -4,33 +4,12 @@
  * in for one after it; changes up to the head are sent without a ping after them. On a clock
  * moved by hand.
  */
-import { EventEmitter } from 'node:events';
-import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import type { StoredEvent } from '../../src/core/ports.js';
 import { FeedStreams } from '../../src/feed/streams.js';
 import { ManualClock } from '../kit/clock.js';
+import { FakeResponse } from '../helpers/fake-response.js';
 
-class FakeResponse extends EventEmitter {
-  destroyed = false;
-  writableLength = 0;
-  writableNeedDrain = false;
-  readonly written: string[] = [];
-  writeHead(): this {
-    return this;
-  }
-  write(text: string): boolean {
-    this.written.push(text);
-    return true;
-  }
-  end(): void {
-    this.destroyed = true;
-    this.emit('close');
-  }
-  destroy(): void {
-    this.end();
-  }
-}
 
 const event = (seq: number): StoredEvent => ({ seq, created_at: 0, type: 'folder.deleted', file_id: null, folder_id: 'x', data: { folder_id: 'x' } });
 
@@ -76,7 +55,7 @@ describe('feed streams share reads of the log', () => {
   it('reads once for a change fanned out to many streams at one sequence', async () => {
     const { clock, feed, reads, append } = setup();
     const res = Array.from({ length: 5 }, () => new FakeResponse());
-    res.forEach((r, i) => feed.attach(`e${i}`, 1, r as unknown as ServerResponse));
+    res.forEach((r, i) => feed.attach(`e${i}`, 1, r.res));
     await settle(clock);
     reads.length = 0;
     append();
@@ -90,13 +69,13 @@ describe('feed streams share reads of the log', () => {
     const { clock, feed, append, holdReads, release } = setup();
     const a = new FakeResponse();
     const b = new FakeResponse();
-    feed.attach('a', 1, a as unknown as ServerResponse);
-    feed.attach('b', 1, b as unknown as ServerResponse);
+    feed.attach('a', 1, a.res);
+    feed.attach('b', 1, b.res);
     await settle(clock);
     // C's read after 1 is under way (it finds nothing) when event 2 is committed and announced.
     holdReads();
     const c = new FakeResponse();
-    feed.attach('c', 1, c as unknown as ServerResponse);
+    feed.attach('c', 1, c.res);
     append();
     feed.wake();
     release();
@@ -107,7 +86,7 @@ describe('feed streams share reads of the log', () => {
   it('sends no ping after changes up to the head, and one to a stream with nothing to send', async () => {
     const { clock, feed, append } = setup();
     const idle = new FakeResponse();
-    feed.attach('idle', 1, idle as unknown as ServerResponse);
+    feed.attach('idle', 1, idle.res);
     await settle(clock);
     expect(idle.written, 'nothing new: the ping tells it the head').toEqual(['event: ping\ndata: {"head":1}\n\n']);
     append();

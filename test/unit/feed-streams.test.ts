@@ -3,45 +3,13 @@
  * (src/feed/ack-batch.ts), on a clock moved by hand: a stream that stays full is dropped after
  * exactly `drainMs`, one that drains is not; acknowledgements of a burst are written together.
  */
-import { EventEmitter } from 'node:events';
-import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import type { EdgeAck, EdgeLease, StoredEvent } from '../../src/core/ports.js';
 import { AckBatch } from '../../src/feed/ack-batch.js';
 import { FeedStreams } from '../../src/feed/streams.js';
 import { ManualClock } from '../kit/clock.js';
+import { FakeResponse } from '../helpers/fake-response.js';
 
-/** A response whose socket takes nothing once `full` is set, until `drain()`. */
-class FakeResponse extends EventEmitter {
-  full = false;
-  destroyed = false;
-  writableLength = 0;
-  readonly written: string[] = [];
-  get writableNeedDrain(): boolean {
-    return this.full;
-  }
-  writeHead(): this {
-    return this;
-  }
-  write(text: string): boolean {
-    this.written.push(text);
-    if (this.full) this.writableLength += text.length;
-    return !this.full;
-  }
-  drain(): void {
-    this.full = false;
-    this.writableLength = 0;
-    this.emit('drain');
-  }
-  end(): void {
-    this.destroy();
-  }
-  destroy(): void {
-    if (this.destroyed) return;
-    this.destroyed = true;
-    this.emit('close');
-  }
-}
 
 const DRAIN_MS = 500;
 
@@ -64,7 +32,7 @@ describe('feed streams', () => {
     const feed = feedOf(clock, events);
     const res = new FakeResponse();
     res.full = true;
-    feed.attach('edge', 0, res as unknown as ServerResponse);
+    feed.attach('edge', 0, res.res);
     await clock.advance(0);
     expect(res.written.join('')).toContain('id: 1\n');
     expect(feed.list()).toEqual([{ edge: 'edge', sent: 1, buffered: res.writableLength }]);
@@ -82,7 +50,7 @@ describe('feed streams', () => {
     const feed = feedOf(clock, events);
     const res = new FakeResponse();
     res.full = true;
-    feed.attach('edge', 0, res as unknown as ServerResponse);
+    feed.attach('edge', 0, res.res);
     await clock.advance(DRAIN_MS - 1);
     events.push(event(2));
     feed.wake();

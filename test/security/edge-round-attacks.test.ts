@@ -1,0 +1,256 @@
+/**
+ * Attacks on this round's edge and feed changes, from outside:
+ * - `coffer edge`'s own option reader (cli/edge-args.ts) against commander on odd spellings;
+ * - the hot path's conditional and range headers read from rawHeaders (edge/request-headers.ts)
+ *   against what Node puts in req.headers, on the wire, and at a real edge for a Private file;
+ * - the idle lease (renewal every second beat): an edge cut off right after a renewal stops
+ *   serving within one lease of sending it, and a switch to Private made meanwhile answers only
+ *   once that lease is over, with no unsigned bytes after;
+ * - a file deleted right after its completion (inside the origin's fill hold and the edge's
+ *   prefetch gate) is never served or kept.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
+import { Command, CommanderError } from 'commander';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { quickEdgeOptions } from '../../src/cli/edge-args.js';
+import { buildProgram } from '../../src/cli/program.js';
+import { askedHeaders } from '../../src/edge/request-headers.js';
+import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
+import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { ManualClock, eventually } from '../kit/index.js';
+
+// ---------------------------------------------------------------- coffer edge's options
+
+/** What commander hands `coffer edge`'s action for these words, or its error. */
+function commanderReads(words: string[]): { options: Record<string, unknown> } | { error: string } {
+  const program = buildProgram();
+  let options: Record<string, unknown> | null = null;
+  const quiet = { writeOut: () => undefined, writeErr: () => undefined };
+  program.exitOverride().configureOutput(quiet);
+  const edge = program.commands.find((c: Command) => c.name() === 'edge')!;
+  edge.exitOverride().configureOutput(quiet).action((opts: Record<string, unknown>) => {
+    options = opts;
+  });
+  try {
+    program.parse(['node', 'coffer', 'edge', ...words]);
+  } catch (err) {
+    if (err instanceof CommanderError) return { error: err.code };
+    throw err;
+  }
+  return { options: Object.fromEntries(Object.entries(options ?? {}).filter(([, v]) => v !== undefined)) };
+}
+
+describe('coffer edge reads its options as commander would, or leaves them to it', () => {
+  const spellings: string[][] = [
+    ['--origin', 'http://o', '--port=1', '--port', '2'],
+    ['--origin', 'http://o', '--edge-port=1', '--edge-port', '2'],
+    ['--origin', 'http://a', '--origin', 'http://b'],
+    ['--origin=http://a', '--origin='],
+    ['--origin', ''],
+    ['--origin=', '--name', 'x'],
+    ['--origin', 'http://o', '--'],
+    ['--', '--origin', 'http://o'],
+    ['--origin', 'http://o', '--unknown', 'x'],
+    ['--origin', 'http://o', '--help'],
+    ['--help', '--origin', 'http://o'],
+    ['--origin', 'http://o', '-h'],
+    ['--origin', 'http://o', '--name'],
+    ['--origin', '--name', 'x'],
+    ['--origin', '-x'],
+    ['--origin=-x'],
+    ['--origin', 'http://o', '--name', 'a\u0000b\u001b[31m\r\n'],
+    ['--origin', 'http://o', '--parent', 'http://user:pass@p:1'],
+    ['--origin', 'http://o', '--parent=http://u:p@p:1,http://q:2'],
+    ['--origin', 'http://o', '--edge-parents', 'http://p:1', '--parent', 'http://q:2'],
+    ['--origin', 'http://o', '--coffer-edge-port', '9', '--edge-port', '8'],
+    ['--origin', 'http://o', 'operand'],
+    ['operand', '--origin', 'http://o'],
+    ['--origin', 'http://o', '--Port', '1'],
+    ['--ORIGIN', 'http://o'],
+    ['---origin', 'http://o'],
+    ['--=x', '--origin', 'http://o'],
+    ['--origin=a=b', '--name=c=d'],
+    ['--origin', 'http://o', '--__proto__', 'x'],
+    ['--origin', 'http://o', '--constructor', 'x'],
+    ['--origin', 'http://o', '--metrics-token', 's3cr3t', '--edge-token=tok'],
+    ['--origin', 'http://o', '--s3-port', '1', '--coffer-s3-port', '2'],
+    ['--origin', 'http://o', '--version'],
+    [],
+  ];
+
+  test.each(spellings.map((w) => [JSON.stringify(w), w] as const))('%s', (_label, words) => {
+    const quick = quickEdgeOptions(words);
+    const commander = commanderReads(words);
+    // Null hands the words to commander, which answers them as it always did: nothing to compare.
+    if (quick === null) return;
+    expect(commander, 'commander refused what the quick reader took').toHaveProperty('options');
+    expect(quick).toEqual((commander as { options: Record<string, unknown> }).options);
+  });
+});
+
+// ---------------------------------------------------------------- headers from rawHeaders
+
+/** Sends raw request heads to a bare Node server; returns, per head, what req.headers held beside askedHeaders(rawHeaders). */
+async function bothReadings(heads: string[]): Promise<Array<{ node: Record<string, unknown>; raw: Record<string, unknown> } | { status: string }>> {
+  const seen: Array<{ node: Record<string, unknown>; raw: Record<string, unknown> }> = [];
+  const server = http.createServer((req, res) => {
+    const raw = { ...askedHeaders(req.rawHeaders) };
+    const h = req.headers;
+    const node = { range: h.range, ifRange: h['if-range'], ifNoneMatch: h['if-none-match'], ifModifiedSince: h['if-modified-since'] };
+    seen.push({ node: strip(node), raw: strip(raw) });
+    res.end('ok');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as net.AddressInfo).port;
+  const out: Array<{ node: Record<string, unknown>; raw: Record<string, unknown> } | { status: string }> = [];
+  try {
+    for (const head of heads) {
+      const before = seen.length;
+      const answer = await sendHead(port, head);
+      out.push(seen.length > before ? seen[seen.length - 1]! : { status: answer.split('\r\n')[0]! });
+    }
+  } finally {
+    await new Promise((r) => server.close(r));
+  }
+  return out;
+}
+
+const strip = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+
+function sendHead(port: number, head: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1');
+    let text = '';
+    s.on('data', (d) => (text += d.toString('latin1')));
+    s.on('end', () => resolve(text));
+    s.on('close', () => resolve(text));
+    s.on('error', reject);
+    s.end(`GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n${head}\r\n`);
+  });
+}
+
+const ODD_HEADS = [
+  'Range: bytes=0-0\r\nRange: bytes=5-\r\n',
+  'range: bytes=0-0, 5-\r\n',
+  'RANGE: bytes=1-2\r\nrAnGe: bytes=3-4\r\n',
+  'Range:    bytes=0-3   \r\n',
+  'Range: \r\n',
+  'If-None-Match: "a"\r\nIF-NONE-MATCH: "b"\r\nif-none-match: *\r\n',
+  'If-Modified-Since: Thu, 01 Jan 2026 00:00:00 GMT\r\nIf-Modified-Since: Thu, 01 Jan 2099 00:00:00 GMT\r\n',
+  'if-modified-since: \r\nIf-Modified-Since: Thu, 01 Jan 2099 00:00:00 GMT\r\n',
+  'If-Range: "x"\r\nif-range: "y"\r\nRange: bytes=0-1\r\n',
+  'Range : bytes=0-1\r\n',
+  ' Range: bytes=0-1\r\n',
+  'Rang: bytes=0-1\r\nRanges: bytes=0-1\r\nX-Range: bytes=0-1\r\nIf-None-Matches: "a"\r\n',
+  'If-None-Match: ' + '"a",'.repeat(3000) + '"b"\r\n',
+  'Range: bytes=' + '0-0,'.repeat(2000) + '1-1\r\n',
+  'Range: bytes=0-1\r\n\tbytes=2-3\r\n',
+  'Range: b\u00e9tes=0-1\r\n',
+];
+
+describe('the hot path reads conditional and range headers as req.headers holds them', () => {
+  test('odd spellings, duplicates, case, spacing and long values read alike', async () => {
+    const readings = await bothReadings(ODD_HEADS);
+    readings.forEach((r, i) => {
+      if ('node' in r) expect(r.raw, `head ${i}: ${ODD_HEADS[i]!.slice(0, 80)}`).toEqual(r.node);
+    });
+  });
+});
+
+describe('a parent given with credentials', () => {
+  test('is refused before the edge starts, and the refusal does not repeat the password', async () => {
+    const { runEdge } = await import('../../src/cli/service.js');
+    const options = quickEdgeOptions(['--origin', 'http://o:1', '--parent', 'http://user:hunter2@p:1']);
+    expect(options).not.toBeNull();
+    const err = await runEdge(options!).then(() => null, (e: Error) => e);
+    expect(err?.message).toMatch(/COFFER_EDGE_PARENTS/);
+    expect(err?.message).not.toContain('hunter2');
+  });
+});
+
+// ---------------------------------------------------------------- the idle lease, cut off
+
+const LEASE_MS = 5000;
+
+/** Lets `ms` of the shared clock pass in steps, with real time between them for the sockets. */
+async function pass(clock: ManualClock, ms: number, step = 100): Promise<void> {
+  for (let t = 0; t < ms; t += step) {
+    await clock.advance(Math.min(step, ms - t));
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** The follower's own lease end (monotonic ms on its clock). */
+const leaseEnd = (e: TestEdge): number => (e.edge.follower as unknown as { leaseUntil: number }).leaseUntil;
+
+describe('an idle edge cut off right after a renewal', () => {
+  const clock = new ManualClock(Date.now());
+  let o: TestOrigin;
+  let proxy: TcpProxy;
+  let e: TestEdge;
+
+  beforeAll(async () => {
+    const lease = { COFFER_EDGE_LEASE_MS: String(LEASE_MS) };
+    o = await startTestOrigin(lease, { clock });
+    proxy = await TcpProxy.start('127.0.0.1', Number(new URL(o.url).port));
+    e = await clock.flowUntil(startTestEdge(o, () => lease, proxy.url, { clock }), 20);
+  }, 60_000);
+
+  afterAll(async () => {
+    proxy?.thaw();
+    await e?.close();
+    await proxy?.close();
+    await o?.close();
+  });
+
+  test('stops serving within one lease of its last acknowledgement, and a switch to Private made meanwhile never lets unsigned bytes out after it returns', async () => {
+    const bytes = randomBytes(3000);
+    const rec = await clock.flowUntil(uploadBytes(o, bytes, { name: 'lease.bin' }), 20);
+    const path = `/files/${rec.file_id}`;
+    await clock.flowUntil(eventually(async () => expect((await rawRequest(e.edge.url, path)).status).toBe(200)), 20);
+    // Idle: past the busy leases after the last change, renewing every second beat.
+    await pass(clock, LEASE_MS * 5);
+    expect(e.edge.follower.serving()).toBe(true);
+    // Wait for the next renewal to be answered, and cut the link at once.
+    const before = leaseEnd(e);
+    for (let i = 0; i < 100 && leaseEnd(e) === before; i++) await pass(clock, 50, 50);
+    expect(leaseEnd(e)).toBeGreaterThan(before);
+    proxy.freeze();
+    const renewedUntil = leaseEnd(e);
+
+    const t0 = clock.monotonic();
+    let returnedAt: number | null = null;
+    const switching = o.post('/collections/file/update', { file_id: rec.file_id, visibility: 'Private' }).then((r) => {
+      returnedAt = clock.monotonic();
+      return r;
+    });
+    const probes: Array<Promise<{ sentAt: number; status: number | null }>> = [];
+    while (returnedAt === null && clock.monotonic() - t0 < LEASE_MS * 3) {
+      const sentAt = clock.monotonic();
+      probes.push(rawRequest(e.edge.url, path, { timeoutMs: 20_000 }).then((r) => ({ sentAt, status: r.status }), () => ({ sentAt, status: null })));
+      await pass(clock, 100, 100);
+    }
+    expect(returnedAt, 'the switch never returned').not.toBeNull();
+    expect((await switching).status).toBe(200);
+    // The origin waited for the edge's lease to end (it could not acknowledge).
+    expect(returnedAt!).toBeGreaterThanOrEqual(renewedUntil);
+    for (let i = 0; i < 10; i++) {
+      const sentAt = clock.monotonic();
+      probes.push(rawRequest(e.edge.url, path, { timeoutMs: 20_000 }).then((r) => ({ sentAt, status: r.status }), () => ({ sentAt, status: null })));
+      await pass(clock, 100, 100);
+    }
+    expect(e.edge.follower.serving()).toBe(false);
+    proxy.thaw();
+    const settled = await clock.flowUntil(Promise.all(probes), 20);
+    const late = settled.filter((p) => p.status === 200 && (p.sentAt >= renewedUntil || p.sentAt >= returnedAt!));
+    expect(late, `unsigned 200s after the lease or the switch (lease to ${renewedUntil}, switch returned ${returnedAt})`).toEqual([]);
+    expect(settled.some((p) => p.status === 200 && p.sentAt < renewedUntil), 'served from cache while the lease ran').toBe(true);
+    // Caught up again: Private now, unsigned refused.
+    await clock.flowUntil(eventually(async () => expect((await rawRequest(e.edge.url, path)).status).toBe(403)), 20);
+  }, 120_000);
+});

@@ -254,3 +254,61 @@ describe('an idle edge cut off right after a renewal', () => {
     await clock.flowUntil(eventually(async () => expect((await rawRequest(e.edge.url, path)).status).toBe(403)), 20);
   }, 120_000);
 });
+
+// ---------------------------------------------------------------- prefetch gate and fill hold
+
+describe('a file deleted or made Private right after its completion', () => {
+  let o: TestOrigin;
+  let e: TestEdge;
+
+  beforeAll(async () => {
+    o = await startTestOrigin();
+    e = await startTestEdge(o);
+  }, 60_000);
+
+  afterAll(async () => {
+    await e?.close();
+    await o?.close();
+  });
+
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  // Inside the edge's prefetch gate (≤250 ms after its acknowledgement) and the origin's 1 s hold.
+  const DELAYS = [0, 5, 20, 60, 120, 200, 260, 400, 700];
+
+  test('is never served nor kept once the delete returns', async () => {
+    const doomed: string[] = [];
+    for (const delay of DELAYS) {
+      const rec = await uploadBytes(o, randomBytes(2000 + delay), { name: `gate-${delay}.bin` });
+      doomed.push(rec.file_id);
+      await sleep(delay);
+      expect((await o.post('/collections/file/delete', { file_id: rec.file_id })).status).toBe(200);
+      for (let i = 0; i < 3; i++) expect((await rawRequest(e.edge.url, `/files/${rec.file_id}`)).status, `delay ${delay}`).toBe(404);
+    }
+    // Past every gate and hold: nothing of a deleted file was put in the cache after all.
+    await sleep(1500);
+    const kept = await readdir(`${e.dir}/blobs`).catch(() => [] as string[]);
+    expect(kept.filter((name) => doomed.some((id) => name.startsWith(`${id}.`)))).toEqual([]);
+    for (const id of doomed) expect((await rawRequest(e.edge.url, `/files/${id}`)).status).toBe(404);
+  }, 60_000);
+
+  test('never answers unsigned once the switch returns, whenever its prefetch lands', async () => {
+    const switched: string[] = [];
+    for (const delay of DELAYS) {
+      const rec = await uploadBytes(o, randomBytes(2500 + delay), { name: `switch-${delay}.bin` });
+      switched.push(rec.file_id);
+      await sleep(delay);
+      expect((await o.post('/collections/file/update', { file_id: rec.file_id, visibility: 'Private' })).status).toBe(200);
+      const seen: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        for (const headers of [{}, { range: 'bytes=0-9' }, { 'if-none-match': `"${rec.sha256}"` }]) {
+          seen.push((await rawRequest(e.edge.url, `/files/${rec.file_id}`, { headers })).status);
+        }
+        await sleep(60 * i);
+      }
+      expect(seen.filter((s) => s !== 403), `delay ${delay}`).toEqual([]);
+    }
+    // Not vacuous: the prefetches did land, the bytes are kept, and only a signature reaches them.
+    const kept = await readdir(`${e.dir}/blobs`);
+    expect(switched.filter((id) => kept.some((name) => name.startsWith(`${id}.`))).length).toBeGreaterThan(0);
+  }, 60_000);
+});

@@ -312,3 +312,39 @@ describe('a file deleted or made Private right after its completion', () => {
     expect(switched.filter((id) => kept.some((name) => name.startsWith(`${id}.`))).length).toBeGreaterThan(0);
   }, 60_000);
 });
+
+// ---------------------------------------------------------------- /metrics at the edge
+
+describe('an edge\'s /metrics before and after its first scrape', () => {
+  const TOKEN = 'metrics-' + randomBytes(12).toString('hex');
+  let o: TestOrigin;
+  let e: TestEdge;
+
+  beforeAll(async () => {
+    o = await startTestOrigin();
+    e = await startTestEdge(o, () => ({ COFFER_METRICS_TOKEN: TOKEN }));
+  }, 60_000);
+
+  afterAll(async () => {
+    await e?.close();
+    await o?.close();
+  });
+
+  const scrape = (authorization?: string) => rawRequest(e.edge.url, '/metrics', { headers: authorization === undefined ? {} : { authorization } });
+  const WRONG = [undefined, '', 'Bearer', 'Bearer ', `Bearer ${TOKEN.slice(0, -1)}`, `Bearer ${TOKEN}x`, `Basic ${TOKEN}`, `Bearer  ${TOKEN}`, `Bearer ${TOKEN} extra`, TOKEN, `Bearer ${TOKEN.toUpperCase()}`];
+
+  test('refuses every wrong token before the first good scrape and after it, and shows no secret', async () => {
+    for (const auth of WRONG) {
+      const r = await scrape(auth);
+      expect([r.status, r.json?.error?.code], `before: ${auth}`).toEqual([401, 'unauthorized']);
+      expect(r.body.toString()).not.toContain(TOKEN);
+    }
+    const good = await scrape(`Bearer ${TOKEN}`);
+    expect(good.status).toBe(200);
+    expect(good.body.toString()).toContain('coffer_edge_cache_requests_total');
+    const lower = await scrape(`bearer ${TOKEN}`);
+    expect(lower.status).toBe(200);
+    for (const secret of [TOKEN, o.secret, o.origin.credentials.edgeTokens[0]!, o.key]) expect(good.body.toString()).not.toContain(secret);
+    for (const auth of WRONG) expect((await scrape(auth)).status, `after: ${auth}`).toBe(401);
+  });
+});

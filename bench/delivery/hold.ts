@@ -12,7 +12,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { Child, OriginApi, createLink, installExitHandlers, log, request, stopAll, uploadFile } from "../common.js";
+import { Child, OriginApi, createLink, installExitHandlers, log, makeWorkDir, request, stopAll, uploadFile } from "../common.js";
 import { answerHeaders, startBareNode } from "./bare-node.js";
 
 const { values } = parseArgs({
@@ -36,7 +36,8 @@ const wrap = (prefix: string[], command: string, args: string[]): { command: str
 const env = (): NodeJS.ProcessEnv => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("COFFER_")));
 
 installExitHandlers();
-const work = fs.mkdtempSync(path.join(os.tmpdir(), "coffer-hold-"));
+// Removed with the servers on Ctrl-C or SIGTERM (common.ts exit handlers).
+const work = makeWorkDir(os.tmpdir(), "coffer-hold-", false);
 const secret = randomBytes(32).toString("hex");
 const token = randomBytes(32).toString("hex");
 const accessKey = randomBytes(24).toString("hex");

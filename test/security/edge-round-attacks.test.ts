@@ -348,3 +348,74 @@ describe('an edge\'s /metrics before and after its first scrape', () => {
     for (const auth of WRONG) expect((await scrape(auth)).status, `after: ${auth}`).toBe(401);
   });
 });
+
+// ---------------------------------------------------------------- odd headers at a real edge
+
+/** One raw request (header lines as written) to `port`; the status and the lowercased headers of the answer. */
+async function rawGet(port: number, path: string, lines: string, method = 'GET'): Promise<{ status: number; headers: Record<string, string>; bodyLength: number }> {
+  const text = await new Promise<string>((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1');
+    let got = '';
+    s.on('data', (d) => (got += d.toString('latin1')));
+    s.on('close', () => resolve(got));
+    s.on('error', reject);
+    s.end(`${method} ${path} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n${lines}\r\n`);
+  });
+  const end = text.indexOf('\r\n\r\n');
+  const [statusLine, ...rest] = text.slice(0, end).split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const l of rest) headers[l.slice(0, l.indexOf(':')).toLowerCase()] = l.slice(l.indexOf(':') + 1).trim();
+  return { status: Number(statusLine!.split(' ')[1]), headers, bodyLength: Buffer.byteLength(text.slice(end + 4), 'latin1') };
+}
+
+describe('odd conditional and range headers at a real edge, on a hit', () => {
+  let o: TestOrigin;
+  let e: TestEdge;
+  let path: string;
+  let privatePath: string;
+  let etag: string;
+  const SIZE = 4000;
+
+  beforeAll(async () => {
+    o = await startTestOrigin();
+    e = await startTestEdge(o);
+    const rec = await uploadBytes(o, randomBytes(SIZE), { name: 'hdr.bin' });
+    const hidden = await uploadBytes(o, randomBytes(SIZE), { name: 'hdr-private.bin', visibility: 'Private' });
+    path = `/files/${rec.file_id}`;
+    privatePath = `/files/${hidden.file_id}`;
+    etag = `"${rec.sha256}"`;
+    await eventually(async () => expect((await rawRequest(e.edge.url, path)).headers['x-cache']).toBe('HIT'));
+  }, 60_000);
+
+  afterAll(async () => {
+    await e?.close();
+    await o?.close();
+  });
+
+  const FUTURE = 'Thu, 01 Jan 2099 00:00:00 GMT';
+  const PAST = 'Thu, 01 Jan 1970 00:00:00 GMT';
+  const cases: Array<[string, () => string, (r: Awaited<ReturnType<typeof rawGet>>) => void]> = [
+    ['one range, odd case', () => 'rAnGe: bytes=1-2\r\n', (r) => expect([r.status, r.headers['content-range'], r.bodyLength]).toEqual([206, `bytes 1-2/${SIZE}`, 2])],
+    ['two Range headers: several ranges, the whole file', () => 'Range: bytes=0-0\r\nRange: bytes=5-\r\n', (r) => expect([r.status, r.bodyLength]).toEqual([200, SIZE])],
+    ['a multi-range value: the whole file', () => 'range: bytes=0-0, 5-\r\n', (r) => expect([r.status, r.bodyLength]).toEqual([200, SIZE])],
+    ['an unsatisfiable range', () => `Range: bytes=${SIZE}-\r\n`, (r) => expect([r.status, r.headers['content-range']]).toEqual([416, `bytes */${SIZE}`])],
+    ['a huge Range value', () => `Range: bytes=${'0-0,'.repeat(2000)}1-1\r\n`, (r) => expect([r.status, r.bodyLength]).toEqual([200, SIZE])],
+    ['If-None-Match twice, the second matching', () => `If-None-Match: "nope"\r\nIF-NONE-MATCH: ${etag}\r\n`, (r) => expect([r.status, r.bodyLength]).toEqual([304, 0])],
+    ['If-None-Match not matching beside an old If-Modified-Since', () => `If-None-Match: "nope"\r\nIf-Modified-Since: ${FUTURE}\r\n`, (r) => expect(r.status).toBe(200)],
+    ['If-Modified-Since twice: the first counts', () => `If-Modified-Since: ${PAST}\r\nif-modified-since: ${FUTURE}\r\n`, (r) => expect(r.status).toBe(200)],
+    ['If-Modified-Since twice, the first in the future', () => `if-modified-since: ${FUTURE}\r\nIf-Modified-Since: ${PAST}\r\n`, (r) => expect(r.status).toBe(304)],
+    ['If-Range with another validator: the whole file', () => 'Range: bytes=0-1\r\nIf-Range: "other"\r\n', (r) => expect([r.status, r.bodyLength]).toEqual([200, SIZE])],
+    ['If-Range twice, one matching: not one validator', () => `Range: bytes=0-1\r\nIf-Range: ${etag}\r\nif-range: ${etag}\r\n`, (r) => expect([r.status, r.bodyLength]).toEqual([200, SIZE])],
+    ['a huge If-None-Match', () => `If-None-Match: ${'"a",'.repeat(3000)}${etag}\r\n`, (r) => expect(r.status).toBe(304)],
+  ];
+
+  test.each(cases)('%s', async (_name, lines, check) => {
+    const port = new URL(e.edge.url).port;
+    const r = await rawGet(Number(port), path, lines());
+    check(r);
+    expect(r.headers['x-cache'] ?? 'HIT').toBe('HIT');
+    // The same headers never open a Private file without a signature.
+    const hidden = await rawGet(Number(port), privatePath, lines());
+    expect(hidden.status).toBe(403);
+  });
+});

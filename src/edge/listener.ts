@@ -4,14 +4,14 @@
  * answered in the contract's error shape.
  */
 import http from 'node:http';
-import type { Logger } from 'pino';
+import type { EdgeLog } from './lazy-log.js';
 import type { Config } from '../config/config.js';
 import { answerClientError } from '../core/client-error.js';
 import { listenerCaps } from '../core/fd-budget.js';
 import { boundListener, boundedServerOptions } from '../core/listener-bounds.js';
 
 /** Listens on COFFER_HOST:COFFER_EDGE_PORT, the only listener of `coffer edge` unless `coffer serve` shared the budget out. */
-export async function listenEdge(config: Config, handler: http.RequestListener, log: Logger): Promise<http.Server> {
+export async function listenEdge(config: Config, handler: http.RequestListener, log: EdgeLog): Promise<http.Server> {
   const bounds = { headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs, ...listenerCaps(config, 1) };
   // Longer than the 60 s a load balancer in front commonly keeps an idle connection.
   const server = http.createServer({ ...boundedServerOptions(bounds), keepAliveTimeout: 65_000 }, (req, res) => {

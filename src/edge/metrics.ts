@@ -7,6 +7,7 @@ import { DURATION_BUCKETS, RouteTally, fillHttpSeries } from '../metrics/tallied
 import { originForm } from './delivery.js';
 import type { EdgeCache } from './cache.js';
 import { sendError } from './answer-headers.js';
+import { rangeHeader } from './request-headers.js';
 import type { EdgeState } from './state.js';
 import type { FeedFollower } from './follower.js';
 
@@ -171,7 +172,8 @@ export function edgeMetrics(deps: EdgeMetricsDeps): EdgeMetrics {
     const answered: Answered = {
       time: res[TIME]!, method: req.method ?? '', fileId: tally.route === '/files/:id' ? fileIdOf(url, q) : null, status: res.statusCode, bytes, complete,
       durationMs: Math.round(seconds * 1e6) / 1e3, cache: hit === undefined ? null : hit ? 'HIT' : 'MISS', client: req.socket.remoteAddress ?? '',
-      range: typeof req.headers.range === 'string' ? req.headers.range.slice(0, 100) : null,
+      // From rawHeaders: building req.headers for every answer costs the hot path (request-headers.ts).
+      range: rangeHeader(req.rawHeaders)?.slice(0, 100) ?? null,
       preview: q >= 0 && url.includes('preview=1', q) && PREVIEW.test(url),
     };
     for (const l of listeners) l(answered);

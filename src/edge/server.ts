@@ -6,7 +6,7 @@
 import http from 'node:http';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import pino from 'pino';
+import { lazyLog } from './lazy-log.js';
 import type { Config } from '../config/config.js';
 import { ConfigError } from '../config/config.js';
 import { MISSING_EDGE_TOKEN } from '../config/credentials.js';
@@ -81,7 +81,8 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
   if (!token) throw new ConfigError(MISSING_EDGE_TOKEN);
   const dir = opts.cacheDir ?? config.dataDir;
   await mkdir(dir, { recursive: true });
-  const log = pino({ level: config.logLevel, base: { role: 'edge' } }, opts.logStream ?? pino.destination(1));
+  // pino loads at the first line logged (lazy-log.ts).
+  const log = lazyLog({ level: config.logLevel, base: { role: 'edge' } }, opts.logStream);
   const capacity = config.edgeCacheBytes ?? (await defaultCapacity(dir));
   const recheckAgent = originConn.agent({ keepAlive: true, maxSockets: 64 });
   // Fills come from the parents in order, then the origin (sources.ts); pass-through stays on the origin.

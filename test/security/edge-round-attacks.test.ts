@@ -22,6 +22,11 @@ import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { spawnCoffer, stopAll, type CofferProcess } from '../helpers/processes.js';
+import { jsonClient } from '../kit/index.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ManualClock, eventually } from '../kit/index.js';
 
 // ---------------------------------------------------------------- coffer edge's options
@@ -418,4 +423,63 @@ describe('odd conditional and range headers at a real edge, on a hit', () => {
     const hidden = await rawGet(Number(port), privatePath, lines());
     expect(hidden.status).toBe(403);
   });
+});
+
+// ---------------------------------------------------------------- an origin stopped (SIGSTOP)
+
+describe('an idle edge process whose origin is stopped (SIGSTOP)', () => {
+  const LEASE = 2000;
+  const KEY = 'key-' + randomBytes(8).toString('hex');
+  const SECRET = 'secret-' + randomBytes(8).toString('hex');
+  const TOKEN = 'edge-' + randomBytes(8).toString('hex');
+  let dir: string;
+  let origin: CofferProcess;
+  let edge: CofferProcess;
+  let originUrl: string;
+  let edgeUrl: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'coffer-a2-stop-'));
+    const env = { COFFER_ACCESS_KEY: KEY, COFFER_SIGNING_SECRET: SECRET, COFFER_EDGE_TOKEN: TOKEN, COFFER_EDGE_LEASE_MS: String(LEASE), COFFER_HOST: '127.0.0.1' };
+    origin = spawnCoffer({ name: 'origin', kind: 'origin', args: ['origin', '--port', '0'], env: { ...env, COFFER_DATA_DIR: join(dir, 'o') }, readyTimeoutMs: 60_000 });
+    originUrl = await origin.ready;
+    // Odd but well-formed spellings: read without commander, with commander's meaning.
+    edge = spawnCoffer({ name: 'edge', kind: 'edge', args: ['edge', `--origin=${originUrl}`, '--edge-port', '1', '--edge-port=0', '--data-dir', join(dir, 'e'), '--name', 'stop-test'], env, readyTimeoutMs: 60_000 });
+    edgeUrl = await edge.ready;
+  }, 120_000);
+
+  afterAll(async () => {
+    if (origin && !origin.exit) origin.child.kill('SIGCONT');
+    await stopAll();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  test('stops serving within one lease of the stop, never unsigned Private, and serves again once it runs', async () => {
+    const client = jsonClient(originUrl, KEY);
+    const pub = await uploadBytes(client, randomBytes(5000), { name: 'stop-public.bin' });
+    const priv = await uploadBytes(client, randomBytes(5000), { name: 'stop-private.bin', visibility: 'Private' });
+    await eventually(async () => expect((await rawRequest(edgeUrl, `/files/${pub.file_id}`)).headers['x-cache']).toBe('HIT'), { timeoutMs: 20_000 });
+    // Past the busy leases after the last change: the edge renews every second beat.
+    await new Promise((r) => setTimeout(r, LEASE * 4 + 700));
+    expect((await rawRequest(edgeUrl, `/files/${pub.file_id}`)).status).toBe(200);
+
+    origin.child.kill('SIGSTOP');
+    const stoppedAt = Date.now();
+    const probes: Array<{ at: number; status: number | null; priv: number | null }> = [];
+    while (Date.now() - stoppedAt < LEASE + 1500) {
+      const at = Date.now();
+      const [a, b] = await Promise.all([
+        rawRequest(edgeUrl, `/files/${pub.file_id}`, { timeoutMs: 3000 }).then((r) => r.status, () => null),
+        rawRequest(edgeUrl, `/files/${priv.file_id}`, { timeoutMs: 3000 }).then((r) => r.status, () => null),
+      ]);
+      probes.push({ at: at - stoppedAt, status: a, priv: b });
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    origin.child.kill('SIGCONT');
+    // A request sent a lease after the stop cannot have been decided under a lease the edge still held.
+    expect(probes.filter((p) => p.status === 200 && p.at >= LEASE), JSON.stringify(probes)).toEqual([]);
+    expect(probes.some((p) => p.status !== 200), 'the edge never stopped serving').toBe(true);
+    expect(probes.filter((p) => p.priv === 200)).toEqual([]);
+    await eventually(async () => expect((await rawRequest(edgeUrl, `/files/${pub.file_id}`)).status).toBe(200), { timeoutMs: 20_000 });
+  }, 120_000);
 });

@@ -69,7 +69,9 @@ export class EdgeRecords {
   async blob(id: string): Promise<EdgeBlob | undefined> {
     let file = await this.readyFile(id);
     if (!file) return undefined;
-    const hold = this.gate && file.completed_at !== null ? file.completed_at + this.gate.holdMs - this.gate.now() : 0;
+    // At most holdMs: a completion stamped ahead of this origin's clock (another origin's, or the
+    // clock stepped back) never holds a fill for longer.
+    const hold = this.gate && file.completed_at !== null ? Math.min(this.gate.holdMs, file.completed_at + this.gate.holdMs - this.gate.now()) : 0;
     if (hold > 0) {
       await this.gate!.settled(hold);
       // Deleted or replaced meanwhile: read again.

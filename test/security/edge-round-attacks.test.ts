@@ -483,3 +483,22 @@ describe('an idle edge process whose origin is stopped (SIGSTOP)', () => {
     await eventually(async () => expect((await rawRequest(edgeUrl, `/files/${pub.file_id}`)).status).toBe(200), { timeoutMs: 20_000 });
   }, 120_000);
 });
+
+// ---------------------------------------------------------------- the origin's fill hold, bounded
+
+describe('the origin\'s fill hold', () => {
+  test('never holds a fill longer than the hold, whatever the completion\'s stamp says', async () => {
+    const { EdgeRecords } = await import('../../src/feed/records.js');
+    const { Readable } = await import('node:stream');
+    const HOLD = 1000;
+    const clock = new ManualClock();
+    const limits: number[] = [];
+    // Completed "in the future": another origin's clock ahead, or this one stepped back by NTP.
+    const file = { id: 'f', status: 'ready', blob_key: 'k', size: 1, sha256: 'h', completed_at: clock.now() + 3_600_000 };
+    const meta = { read: { getFile: async () => file } } as unknown as ConstructorParameters<typeof EdgeRecords>[0];
+    const blobs = { read: async () => Readable.from([Buffer.from('x')]) } as unknown as ConstructorParameters<typeof EdgeRecords>[1];
+    const records = new EdgeRecords(meta, blobs, { settled: async (ms) => void limits.push(ms), now: () => clock.now(), holdMs: HOLD });
+    expect(await records.blob('f')).toBeDefined();
+    expect(limits).toEqual([HOLD]);
+  });
+});

@@ -7,6 +7,7 @@ import { DURATION_BUCKETS, RouteTally, fillHttpSeries } from '../metrics/tallied
 import { originForm } from './delivery.js';
 import type { EdgeCache } from './cache.js';
 import { sendError } from './answer-headers.js';
+import { checkScrape } from '../metrics/scrape-token.js';
 import { rangeHeader } from './request-headers.js';
 import type { EdgeState } from './state.js';
 import type { FeedFollower } from './follower.js';
@@ -89,8 +90,8 @@ export interface EdgeMetricsDeps {
  * loop) count from that first scrape on.
  */
 async function scrapeRegistry(deps: EdgeMetricsDeps, counts: Counts) {
-  const [{ Counter, Gauge }, { httpMetrics, checkScrape }] = await Promise.all([import('prom-client'), import('../metrics/registry.js')]);
-  const m = { ...httpMetrics('edge'), checkScrape };
+  const [{ Counter, Gauge }, { httpMetrics }] = await Promise.all([import('prom-client'), import('../metrics/registry.js')]);
+  const m = httpMetrics('edge');
   // prom-client counts the process's CPU from now on: what was spent before is added once.
   const spent = process.cpuUsage();
   const cpu = (kind: string) => m.registry.getSingleMetric(`coffer_process_cpu_${kind}seconds_total`) as Counter | undefined;
@@ -196,18 +197,19 @@ export function edgeMetrics(deps: EdgeMetricsDeps): EdgeMetrics {
       res.on('close', closed);
     },
     async serve(req, res) {
+      // Refused before prom-client loads: a scrape without the token costs the edge nothing.
+      try {
+        checkScrape(deps.token, req.headers.authorization);
+      } catch (err) {
+        sendError(res, 'unauthorized', (err as Error).message, ['WWW-Authenticate', 'Bearer']);
+        return;
+      }
       // A failed load (a broken install) is tried again at the next scrape.
       registry ??= scrapeRegistry(deps, counts).catch((err: unknown) => {
         registry = null;
         throw err;
       });
       const m = await registry;
-      try {
-        m.checkScrape(deps.token, req.headers.authorization);
-      } catch (err) {
-        sendError(res, 'unauthorized', (err as Error).message, ['WWW-Authenticate', 'Bearer']);
-        return;
-      }
       fillHttpSeries(routes.values(), m.requests, m.duration, m.bytesOut);
       m.unhandledRejections.reset();
       if (counts.unhandled > 0) m.unhandledRejections.inc(counts.unhandled);

@@ -24,13 +24,15 @@ export interface OriginClient {
 /** Checks `--origin`: an http:// or https:// address without a path; returns it without a trailing slash. */
 export function originAddress(originUrl: string): string {
   const origin = originUrl.replace(/\/+$/, '');
+  // Credentials given in the address are refused, never repeated (stderr often ends up in logs).
+  const shown = originUrl.replace(/\/\/.*@/, '//…@');
   if (!/^https?:\/\/[^/?#@]+$/.test(origin)) {
-    throw new ConfigError(`--origin must be the origin's address without a path, such as https://origin.internal:8443 or http://10.0.0.5:8080, not "${originUrl}". Plain http belongs on a private network only.`);
+    throw new ConfigError(`--origin must be the origin's address without a path or credentials, such as https://origin.internal:8443 or http://10.0.0.5:8080, not "${shown}". Plain http belongs on a private network only.`);
   }
   try {
     new URL(origin);
   } catch {
-    throw new ConfigError(`--origin "${originUrl}" is not a valid address.`);
+    throw new ConfigError(`--origin "${shown}" is not a valid address.`);
   }
   return origin;
 }

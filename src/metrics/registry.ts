@@ -3,9 +3,7 @@
  * process, names in base units with the `coffer_` prefix, and labels from bounded sets
  * (route patterns, status codes, outcomes; never a file id).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { errors } from '../core/errors.js';
 import { DURATION_BUCKETS } from './tallied.js';
 
 // Kept with the tallies, which an edge counts before it loads prom-client (edge/metrics.ts).
@@ -41,13 +39,5 @@ export function httpMetrics(processName: 'origin' | 'edge'): HttpMetrics {
   };
 }
 
-const digest = (v: string) => createHash('sha256').update(v).digest();
-
-/** Checks a scrape against COFFER_METRICS_TOKEN when one is set; open otherwise. */
-export function checkScrape(token: string | undefined, authorization: string | undefined): void {
-  if (!token) return;
-  const given = /^Bearer (\S+)$/i.exec(authorization ?? '')?.[1];
-  if (!given || !timingSafeEqual(digest(given), digest(token))) {
-    throw errors.unauthorized('Send "Authorization: Bearer <COFFER_METRICS_TOKEN>" to read the metrics.');
-  }
-}
+// Kept apart from prom-client: an edge checks a scrape's token before it loads prom-client.
+export { checkScrape } from './scrape-token.js';

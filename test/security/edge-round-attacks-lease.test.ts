@@ -147,7 +147,7 @@ describe('a file deleted or made Private right after its completion', () => {
       expect((await o.post('/collections/file/update', { file_id: rec.file_id, visibility: 'Private' })).status).toBe(200);
       const seen: number[] = [];
       for (let i = 0; i < 6; i++) {
-        for (const headers of [{}, { range: 'bytes=0-9' }, { 'if-none-match': `"${rec.sha256}"` }]) {
+        for (const headers of [{}, { range: 'bytes=0-9' }, { 'if-none-match': `"${rec.sha256}"` }] as Array<Record<string, string>>) {
           seen.push((await rawRequest(e.edge.url, `/files/${rec.file_id}`, { headers })).status);
         }
         await sleep(60 * i);

@@ -168,6 +168,16 @@ describe('a parent given with credentials', () => {
     expect(err?.message).toMatch(/COFFER_EDGE_PARENTS/);
     expect(err?.message).not.toContain('hunter2');
   });
+
+  test('an origin given with credentials is refused without repeating them', async () => {
+    const { originAddress } = await import('../../src/edge/origin-client.js');
+    for (const given of ['http://user:hunter2@o:1', 'http://u:hun/ter2@o:1', 'http://u:a@b:hunter2@o:1', 'https://:hunter2@o']) {
+      const err = (() => { try { originAddress(given); return null; } catch (e) { return e as Error; } })();
+      expect(err?.message, given).toMatch(/--origin/);
+      expect(err?.message, given).not.toContain('hunter2');
+      expect(err?.message, given).not.toContain('ter2');
+    }
+  });
 });
 
 // ---------------------------------------------------------------- /metrics at the edge

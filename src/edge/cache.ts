@@ -277,11 +277,15 @@ export class EdgeCache {
     this.dropMemory(id);
     this.memory.set(id, { sha256, bytes, used: false, hit: { memory: bytes, size: bytes.length } });
     this.memoryBytes += bytes.length;
-    // Entries moved to the end are met again, unmarked: the pass ends.
+    // Entries moved to the end are met again, unmarked: the pass ends. The new entry is spared
+    // once too, so a cache whose every entry was used since the last pass does not drop it first.
+    let spared = false;
     for (const [victim, e] of this.memory) {
       if (this.memoryBytes <= this.memoryCapacity) break;
       this.memory.delete(victim);
-      if (e.used && victim !== id) {
+      const newcomer = victim === id;
+      if (newcomer ? !spared : e.used) {
+        if (newcomer) spared = true;
         e.used = false;
         this.memory.set(victim, e);
       } else {

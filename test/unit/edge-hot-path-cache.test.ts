@@ -62,3 +62,22 @@ it('answers a memory hit with the same object every time, and never a stale one'
   // Another version of the file is not answered from this copy.
   expect(cache.lookup({ ...one.file, sha256: 'f'.repeat(64) })).toBeNull();
 });
+
+it('keeps a new file in memory when every entry before it was asked for since the last pass', async () => {
+  const files = new Map(['a', 'b', 'c'].map((id, i) => [id, make(id, i + 1)]));
+  const cache = new EdgeCache(dir, 10 * 1024 * KiB, 250 * KiB, async (id, onChunk) => {
+    await onChunk(files.get(id)!.bytes);
+    return 'ok';
+  });
+  await cache.open();
+  const f = (id: string) => files.get(id)!.file;
+  await cache.ensure(f('a'), () => true);
+  await cache.ensure(f('b'), () => true);
+  cache.lookup(f('a'));
+  cache.lookup(f('b'));
+  // Both marked: the pass clears their marks and evicts the older of them, not the newcomer.
+  await cache.ensure(f('c'), () => true);
+  expect(cache.lookup(f('c'))?.memory).toBeDefined();
+  expect(cache.lookup(f('a'))?.memory).toBeUndefined();
+  expect(cache.lookup(f('b'))?.memory).toBeDefined();
+});

@@ -23,20 +23,24 @@ function make(id: string, fill: number, size = 100 * KiB): { file: EdgeFile; byt
   return { file: { file_id: id, sha256: createHash('sha256').update(bytes).digest('hex'), size } as EdgeFile, bytes };
 }
 
-it('evicts from memory what was not asked for since, keeping what was', async () => {
-  const files = new Map(['a', 'b', 'c', 'd'].map((id, i) => [id, make(id, i + 1)]));
-  // Room on disk for all, in memory for two 100 KiB files.
+/** 100 KiB files by id, and a cache with room on disk for all and in memory for two of them. */
+async function twoInMemory(ids: string[]) {
+  const files = new Map(ids.map((id, i) => [id, make(id, i + 1)]));
   const cache = new EdgeCache(dir, 10 * 1024 * KiB, 250 * KiB, async (id, onChunk) => {
     await onChunk(files.get(id)!.bytes);
     return 'ok';
   });
   await cache.open();
-  const f = (id: string) => files.get(id)!.file;
+  return { cache, f: (id: string) => files.get(id)!.file, bytes: (id: string) => files.get(id)!.bytes };
+}
+
+it('evicts from memory what was not asked for since, keeping what was', async () => {
+  const { cache, f, bytes } = await twoInMemory(['a', 'b', 'c', 'd']);
   await cache.ensure(f('a'), () => true);
   await cache.ensure(f('b'), () => true);
   // a is asked for again: c's arrival evicts b from memory, not a.
   const first = cache.lookup(f('a'));
-  expect(first?.memory?.equals(files.get('a')!.bytes)).toBe(true);
+  expect(first?.memory?.equals(bytes('a'))).toBe(true);
   await cache.ensure(f('c'), () => true);
   expect(cache.lookup(f('a'))?.memory).toBeDefined();
   expect(cache.lookup(f('b'))?.memory).toBeUndefined();
@@ -64,13 +68,7 @@ it('answers a memory hit with the same object every time, and never a stale one'
 });
 
 it('keeps a new file in memory when every entry before it was asked for since the last pass', async () => {
-  const files = new Map(['a', 'b', 'c'].map((id, i) => [id, make(id, i + 1)]));
-  const cache = new EdgeCache(dir, 10 * 1024 * KiB, 250 * KiB, async (id, onChunk) => {
-    await onChunk(files.get(id)!.bytes);
-    return 'ok';
-  });
-  await cache.open();
-  const f = (id: string) => files.get(id)!.file;
+  const { cache, f } = await twoInMemory(['a', 'b', 'c']);
   await cache.ensure(f('a'), () => true);
   await cache.ensure(f('b'), () => true);
   cache.lookup(f('a'));

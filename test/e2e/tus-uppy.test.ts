@@ -75,6 +75,11 @@ describe('Uppy in Chromium', () => {
     const grant = (await o.post('/collections/upload/grant', { folder_id: folder, max_size: SIZE, max_files: 1 })).body.grant as string;
     const context = await browser.newContext();
     const tab = await context.newPage();
+    // The page's uploads are held to 8 MiB/s, so the reload lands inside the first PATCH however
+    // fast this machine is (at full loopback speed the whole body could arrive before it).
+    const cdp = await context.newCDPSession(tab);
+    await cdp.send('Network.enable');
+    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 8 * MiB });
     const failures: string[] = [];
     tab.on('pageerror', (err) => failures.push(String(err)));
     const url = `${pageUrl}/?${new URLSearchParams({ origin: o.url, grant, size: String(SIZE), seed: String(SEED) })}`;

@@ -233,7 +233,7 @@ export class FeedFollower {
     const epoch = this.epoch;
     const seq = this.opts.state.seq;
     this.ackedSeq = seq;
-    const body = `{"edge":"${this.edgeId}","seq":${seq}}`;
+    const body = JSON.stringify({ edge: this.edgeId, seq });
     let finished = false;
     const finish = () => {
       if (finished) return;

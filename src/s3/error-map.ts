@@ -28,10 +28,14 @@ const accessDenied: Mapper = (message) => s3Errors.accessDenied(message || undef
 const notFound: Mapper = (_, __, at) =>
   at.uploadId ? s3Errors.noSuchUpload(at.uploadId) : at.key ? s3Errors.noSuchKey(at.key) : at.bucket ? s3Errors.noSuchBucket(at.bucket) : s3Errors.accessDenied();
 const bucketExists: Mapper = (_, __, at) => s3Errors.bucketAlreadyOwnedByYou(at.bucket ?? '');
-const bucketNotEmpty: Mapper = (_, __, at) => s3Errors.bucketNotEmpty(at.bucket ?? '');
+/** A bucket that lists empty yet holds files no key names (service/empty-name.ts) says so. */
+const bucketNotEmpty: Mapper = (message, details, at) =>
+  details.hidden === true ? new S3Error(409, 'BucketNotEmpty', message, { BucketName: at.bucket ?? '' }) : s3Errors.bucketNotEmpty(at.bucket ?? '');
 const uploadGone: Mapper = (_, __, at) => s3Errors.noSuchUpload(at.uploadId ?? '');
 const operationAborted: Mapper = (message) =>
   new S3Error(409, 'OperationAborted', message || 'A conflicting conditional operation is currently in progress against this resource. Try again.');
+/** OperationAborted (409) with this message: a write whose folder went while it was stored. */
+export const s3OperationAborted = (message: string): S3Error => operationAborted(message, {}, {});
 const entityTooLarge: Mapper = (_, details) => s3Errors.entityTooLarge(Number(details.limit ?? 0));
 const slowDown: Mapper = (_, details) => s3Errors.slowDown(Number(details.retry_after ?? 1));
 const serviceUnavailable: Mapper = (message) => s3Errors.serviceUnavailable(message);

@@ -10,7 +10,7 @@ import { s3Errors } from './errors.js';
 import { requireBucket, type BucketAt } from './mapping.js';
 import { etagOf, intParam, isoTime, noBody, ownerOf, quoted, xmlAnswer, type S3Handler, type S3Request } from './context.js';
 import { contentTypeOf, metaOf, visibilityOf } from './object-headers.js';
-import { requireCopySource, withMd5, writePlace } from './objects.js';
+import { requireCopySource, withMd5, writeError, writePlace } from './objects.js';
 import { encoder } from './list.js';
 import { childOf, childrenOf, type XmlFields } from './xml.js';
 import { COMPLETE_BODY, readXmlBody } from './xml-bodies.js';
@@ -19,6 +19,17 @@ async function uploadKey(r: S3Request): Promise<{ bucket: BucketAt; u: UploadKey
   const bucket = await requireBucket(r.service, r.caller, r.bucket!);
   const uploadId = r.query.get('uploadId') ?? '';
   return { bucket, u: { uploadId, bucketId: bucket.at.folder.id, key: r.key! } };
+}
+
+/**
+ * A part or a completion that failed because the bucket went meanwhile (deleted with its
+ * subtree, its uploads with it) is NoSuchBucket; an upload gone with a folder in it stays
+ * NoSuchUpload, as S3 answers for an aborted upload.
+ */
+function inBucket<T>(r: S3Request, bucket: BucketAt, work: Promise<T>): Promise<T> {
+  return work.catch(async (err: unknown) => {
+    throw await writeError(r, bucket, bucket.at, err);
+  });
 }
 
 function partNumberOf(r: S3Request): number {
@@ -35,6 +46,8 @@ export const createMultipart: S3Handler = async (r) => {
   const file = await r.service.multipart.create(r.caller, {
     at, bucketId: bucket.at.folder.id, key: r.key!, name: path.name, contentType: contentTypeOf(r.headers, path.name),
     visibility: visibilityOf(r.headers), meta: metaOf(r.headers),
+  }).catch(async (err: unknown) => {
+    throw await writeError(r, bucket, at, err);
   });
   const answer = xmlAnswer('InitiateMultipartUploadResult', [['Bucket', bucket.name], ['Key', r.key!], ['UploadId', file.id]]);
   const algorithm = r.headers.get('x-amz-checksum-algorithm');
@@ -44,9 +57,9 @@ export const createMultipart: S3Handler = async (r) => {
 
 export const uploadPart: S3Handler = async (r) => {
   const partNumber = partNumberOf(r);
-  const { u } = await uploadKey(r);
+  const { bucket, u } = await uploadKey(r);
   const payload = r.payload();
-  const etag = await r.service.multipart.writePart(r.caller, u, partNumber, payload.length, payload, () => payload.md5Hex);
+  const etag = await inBucket(r, bucket, r.service.multipart.writePart(r.caller, u, partNumber, payload.length, payload, () => payload.md5Hex));
   const headers: Record<string, string> = { etag: quoted(etag) };
   const checksum = payload.verifiedChecksum;
   if (checksum) headers[checksum.header] = checksum.value;
@@ -56,7 +69,7 @@ export const uploadPart: S3Handler = async (r) => {
 export const uploadPartCopy: S3Handler = async (r) => {
   await noBody(r);
   const partNumber = partNumberOf(r);
-  const { u } = await uploadKey(r);
+  const { bucket, u } = await uploadKey(r);
   const source = await requireCopySource(r);
   const rangeHeader = r.headers.get('x-amz-copy-source-range');
   let range: { start: number; end: number } | undefined;
@@ -68,7 +81,7 @@ export const uploadPartCopy: S3Handler = async (r) => {
   }
   const size = range ? range.end - range.start + 1 : source.size;
   const copied = withMd5(size === 0 ? nothing() : await r.service.objects.read(r.caller, source, range));
-  const etag = await r.service.multipart.writePart(r.caller, u, partNumber, size, copied.body, copied.md5);
+  const etag = await inBucket(r, bucket, r.service.multipart.writePart(r.caller, u, partNumber, size, copied.body, copied.md5));
   return xmlAnswer('CopyPartResult', [['LastModified', isoTime(Date.now())], ['ETag', quoted(etag)]]);
 };
 
@@ -86,7 +99,7 @@ export const completeMultipart: S3Handler = async (r) => {
     return { partNumber: Number(number), etag };
   });
   if (parts.length > COMPLETE_BODY.items) throw s3Errors.malformedXml();
-  const file = await r.service.multipart.complete(r.caller, u, parts, condition ?? undefined);
+  const file = await inBucket(r, bucket, r.service.multipart.complete(r.caller, u, parts, condition ?? undefined));
   return xmlAnswer('CompleteMultipartUploadResult', [
     ['Location', `/${encodeURIComponent(bucket.name)}/${r.key!.split('/').map(encodeURIComponent).join('/')}`], ['Bucket', bucket.name], ['Key', r.key!], ['ETag', quoted(etagOf(file))],
   ]);

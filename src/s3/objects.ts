@@ -10,6 +10,7 @@ import type { Located } from '../service/paths.js';
 import { writeCondition } from './conditional-writes.js';
 import { partNumberOf, partRange, partsOf } from './object-parts.js';
 import { s3Errors } from './errors.js';
+import { s3OperationAborted } from './error-map.js';
 import { parseKey, requireBucket, type BucketAt, type KeyPath } from './mapping.js';
 import { etagOf, isoTime, noBody, quoted, xmlAnswer, type S3Answer, type S3Handler, type S3Request } from './context.js';
 import { checkConditions, contentTypeOf, metaOf, storedChecksum, withChecksum, objectHeaders, rangeOf, responseOverrides, showSafely, visibilityOf } from './object-headers.js';
@@ -36,6 +37,18 @@ export async function requireObject(r: S3Request, bucketName: string, key: strin
   return file;
 }
 
+/**
+ * What a write into `at` that failed answers when that folder went meanwhile (deleted with its
+ * subtree, the upload with it): NoSuchBucket when the bucket went, OperationAborted when only a
+ * folder in it did; no S3 answers NoSuchKey to a write. Otherwise the error as it was.
+ */
+export async function writeError(r: S3Request, bucket: BucketAt, at: Located, err: unknown): Promise<unknown> {
+  const folderId = at.folder?.id;
+  if (folderId === undefined || (await r.service.paths.stands(folderId))) return err;
+  if (!(await r.service.paths.stands(bucket.at.folder.id))) return s3Errors.noSuchBucket(bucket.name);
+  return s3OperationAborted('A folder of the key was deleted while the object was being written, and nothing was stored. Send it again.');
+}
+
 /** The folder a key's object goes in, made where missing; AccessDenied outside the caller's reach. */
 export async function writePlace(r: S3Request): Promise<{ bucket: BucketAt; path: KeyPath; at: Located }> {
   const bucket = await requireBucket(r.service, r.caller, r.bucket!);
@@ -44,6 +57,7 @@ export async function writePlace(r: S3Request): Promise<{ bucket: BucketAt; path
   try {
     at = await r.service.paths.ensureFolders(r.caller, bucket.sight, bucket.at, path.folders);
   } catch (err) {
+    if (!(await r.service.paths.stands(bucket.at.folder.id))) throw s3Errors.noSuchBucket(bucket.name);
     // A folder there that the caller does not see, or none it may make: nothing to write to.
     if ((err as { status?: number }).status === 404) throw s3Errors.accessDenied();
     throw err;
@@ -53,7 +67,7 @@ export async function writePlace(r: S3Request): Promise<{ bucket: BucketAt; path
 }
 
 export const putObject: S3Handler = async (r) => {
-  const { path, at } = await writePlace(r);
+  const { bucket, path, at } = await writePlace(r);
   const condition = writeCondition(r);
   const payload = r.payload();
   if (path.folderKey && payload.length === 0 && !condition && !(await r.service.paths.newest(r.caller, at, path.name))) {
@@ -66,6 +80,8 @@ export const putObject: S3Handler = async (r) => {
   await r.service.objects.put(r.caller, {
     at, name: path.name, contentType: contentTypeOf(r.headers, path.name), visibility: visibilityOf(r.headers), meta,
     size: payload.length, body: payload, etag: () => payload.md5Hex, finalMeta: () => withChecksum(meta, payload.verifiedChecksum), ...(condition ? { condition } : {}),
+  }).catch(async (err: unknown) => {
+    throw await writeError(r, bucket, at, err);
   });
   const headers: Record<string, string> = { etag: quoted(payload.md5Hex) };
   const checksum = payload.verifiedChecksum;
@@ -205,7 +221,7 @@ const SELF_COPY = 'This copy request is illegal because it is trying to copy an 
 export const copyObject: S3Handler = async (r) => {
   await noBody(r);
   const source = await requireCopySource(r);
-  const { path, at } = await writePlace(r);
+  const { bucket, path, at } = await writePlace(r);
   const replace = r.headers.get('x-amz-metadata-directive') === 'REPLACE';
   const named = copySource(r);
   if (!replace && named.bucket === r.bucket && named.key === r.key) throw s3Errors.invalidRequest(SELF_COPY);
@@ -219,10 +235,10 @@ export const copyObject: S3Handler = async (r) => {
     visibility: acl !== undefined ? visibilityOf(r.headers) : 'Public',
     meta: replace ? metaOf(r.headers) : (source.s3_meta ?? null),
     size: source.size, body: copied.body, etag: copied.md5, ...(condition ? { condition } : {}),
-  }).catch((err: unknown) => {
+  }).catch(async (err: unknown) => {
     // Refused before it was read to its end (a write condition, for one): let go of the source.
     (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
-    throw err;
+    throw await writeError(r, bucket, at, err);
   });
   return xmlAnswer('CopyObjectResult', [['LastModified', isoTime(file.completed_at ?? file.updated_at)], ['ETag', quoted(etagOf(file))]]);
 };

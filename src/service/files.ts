@@ -1,5 +1,5 @@
 /** Files (contract §5): get, update (rename, move, visibility) and delete. */
-import { FOLDER_KEY_NAME, nameKey, validateName } from '../core/names.js';
+import { nameKey, validateName } from '../core/names.js';
 import { parseVisibility } from '../core/records.js';
 import { errors } from '../core/errors.js';
 import type { StoredFile } from '../core/ports.js';
@@ -10,6 +10,7 @@ import type { ServiceContext } from './context.js';
 import type { Caller } from '../core/access.js';
 import { authorize, authorizeFolder, holds } from './policy.js';
 import { removeFiles } from './trash.js';
+import { fileToTop, isEmptyKey } from './empty-name.js';
 
 export class Files {
   constructor(private readonly c: ServiceContext) {}
@@ -37,11 +38,8 @@ export class Files {
         await authorizeFolder(tx, caller, 'file.write', folderId);
       }
       const name = req.name === undefined ? file.name : validateName(req.name);
-      // The empty name is S3's key `a/` for the folder `a` of a bucket: at the root or at a
-      // bucket's top it would be the key "", which no client can name (docs/s3.md, "Keys and folders").
-      if (name === FOLDER_KEY_NAME && folderId !== file.folder_id && (folderId === null || destination?.parent_id === null)) {
-        throw errors.invalidField('invalid_name', 'folder_id', 'A file with the empty name (an S3 object under a key ending in "/") moves only into a folder inside a top-level folder; rename it first.');
-      }
+      // The empty name at the root or at a bucket's top would be the key "" (empty-name.ts).
+      if (folderId !== file.folder_id && isEmptyKey(name, destination ?? null)) throw fileToTop();
       const visibility = req.visibility === undefined ? file.visibility : parseVisibility(req.visibility);
       if (name === file.name && folderId === file.folder_id && visibility === file.visibility) {
         return { record: answer ? await this.c.toFileRecord(tx, file) : null, seq: 0 };

@@ -5,7 +5,7 @@
  * subtree, and the folders on the way down to it by name only (access.ts, `Sight`).
  */
 import { errors } from '../core/errors.js';
-import { FOLDER_KEY_NAME, validateName } from '../core/names.js';
+import { validateName } from '../core/names.js';
 import type { MetadataTx, S3Entry, StoredFile, StoredFolder } from '../core/ports.js';
 import type { Caller } from '../core/access.js';
 import type { ServiceContext } from './context.js';
@@ -13,6 +13,7 @@ import { childPlace, reachOf, rootPlace, sightOf, type Place, type Sight } from 
 import { authorize, requireNotOwnTop } from './policy.js';
 import { removeFiles } from './trash.js';
 import { addFolder } from './tree.js';
+import { isEmptyKey, refuseHiddenAtTop } from './empty-name.js';
 
 /** A folder found by path: null is the root. */
 export interface Located {
@@ -63,6 +64,11 @@ export class Paths {
       here = { folder, place };
     }
     return here;
+  }
+
+  /** Whether the folder of this id still stands: a write into it that failed answers by this. */
+  async stands(folderId: string): Promise<boolean> {
+    return (await this.c.meta.read.getFolder(folderId)) !== undefined;
   }
 
   /** The newest ready file of this name in a folder the caller reaches, or null. */
@@ -172,11 +178,10 @@ export class Paths {
     authorize(caller, 'folder.read');
     const page = await this.c.meta.read.s3.entries(at.folder?.id ?? null, after, limit);
     const entries: Array<S3Entry & { place: Place }> = [];
-    // At a bucket's top a file of the empty name would be the key "": no key, so no entry.
-    const top = at.folder !== null && at.folder.parent_id === null;
     for (const e of page.entries) {
       if (e.kind === 'file') {
-        if (at.place === 'inside' && !(top && e.file.name === FOLDER_KEY_NAME)) entries.push({ ...e, place: 'inside' });
+        // At a bucket's top a file of the empty name would be the key "": no key, so no entry.
+        if (at.place === 'inside' && !isEmptyKey(e.file.name, at.folder)) entries.push({ ...e, place: 'inside' });
       } else {
         const place = childPlace(sight, at.place, e.folder.id);
         if (place) entries.push({ ...e, place });
@@ -198,9 +203,11 @@ export class Paths {
       requireNotOwnTop(caller, folder.id);
       const ids = [folder.id, ...(await tx.descendantFolderIds(folder.id))];
       await tx.lockFolders(ids);
-      for (const id of ids) {
-        const children = await tx.countChildren(id);
-        if (children.files > 0) throw errors.folderNotEmpty(folder.id, children.files, 0);
+      let files = 0;
+      for (const id of ids) files += (await tx.countChildren(id)).files;
+      if (files > 0) {
+        await refuseHiddenAtTop(tx, folder, files);
+        throw errors.folderNotEmpty(folder.id, files, 0);
       }
       await tx.deleteFolders(ids);
       let seq = 0;

@@ -11,6 +11,7 @@ import type { ServiceContext } from './context.js';
 import type { Caller } from '../core/access.js';
 import { authorize, authorizeFolder, holds, requireNotOwnTop } from './policy.js';
 import { removeFiles } from './trash.js';
+import { refuseFolderToTop } from './empty-name.js';
 
 /**
  * 409 folder_exists, with the existing folder's id only when the caller reaches it: a confined
@@ -78,8 +79,11 @@ export class Tree {
       let parentId = folder.parent_id;
       if (req.parent_id !== undefined) {
         parentId = req.parent_id;
-        if (parentId === null) await authorizeFolder(tx, caller, 'folder.write', null, 'parent_id');
-        else {
+        if (parentId === null) {
+          await authorizeFolder(tx, caller, 'folder.write', null, 'parent_id');
+          // Made a bucket, a file of the empty name in it would be the key "" (empty-name.ts).
+          if (folder.parent_id !== null) await refuseFolderToTop(tx, folder);
+        } else {
           await this.c.requireFolderFor(tx, caller, parentId, 'parent_id');
           const chain = await tx.folderChain(parentId);
           if (chain.some((f) => f.id === folder.id)) throw errors.cycle();

@@ -1,15 +1,16 @@
 /**
  * Writes racing a recursive delete of the folder they go in (docs/s3.md, "Keys and folders"):
- * a PutObject, CopyObject or UploadPart whose body is held open between its pieces while the
- * folder, or its bucket, is deleted through the programmatic interface. The write fails as S3
- * would fail it (NoSuchBucket when the bucket went, OperationAborted when a folder in it went,
- * NoSuchUpload for a part of an upload gone with its folder; never NoSuchKey for a write), and
- * nothing of it is left: no object, no folder made again, no open upload, no stored bytes.
+ * a PutObject or UploadPart whose body is held open between its pieces (a CopyObject held at
+ * its part's start) while the folder, or its bucket, is deleted through the programmatic
+ * interface. The write fails as S3 would fail it (NoSuchBucket when the bucket went,
+ * OperationAborted when a folder in it went, NoSuchUpload for a part of an upload gone with its
+ * folder; never NoSuchKey for a write), and nothing of it is left: no object, no folder made
+ * again, no open upload, no stored bytes.
  */
 import { PassThrough } from 'node:stream';
 import { describe, expect, test } from 'vitest';
 import {
-  CompleteMultipartUploadCommand, CreateMultipartUploadCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command,
+  CompleteMultipartUploadCommand, CopyObjectCommand, CreateMultipartUploadCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command,
   PutObjectCommand, UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { expectS3Error, folderAt } from '../helpers/s3-api.js';
@@ -20,6 +21,8 @@ import { waitFor } from '../kit/poll.js';
 
 /** Blob store uploads with a part open: the server is reading that part's body, which cannot end before the test ends it. */
 const receiving = new Set<string>();
+/** While set, a part opened waits for it before its bytes flow (a copy, whose body the test does not hold). */
+let gate: Promise<void> | null = null;
 
 /** The blob store, telling `receiving` which uploads have a part open. */
 const watchParts = ({ meta, blobs }: OriginStores): OriginStores => ({
@@ -33,6 +36,7 @@ const watchParts = ({ meta, blobs }: OriginStores): OriginStores => ({
       return async (key: string, uploadId: string, ...rest: unknown[]) => {
         const writer = await fn(key, uploadId, ...rest);
         receiving.add(uploadId);
+        await gate;
         return writer;
       };
     },
@@ -61,6 +65,7 @@ function heldPut(Bucket: string, Key: string) {
   return { answer, finish: () => body.end('67890') };
 }
 
+const put = (Bucket: string, Key: string, Body: string) => t.s3.send(new PutObjectCommand({ Bucket, Key, Body }));
 const keysOf = async (Bucket: string) => ((await t.s3.send(new ListObjectsV2Command({ Bucket }))).Contents ?? []).map((c) => c.Key);
 const folderNames = async (id: string) =>
   (await t.o.post('/collections/list', { folder_id: id, limit: 1000 })).body.folders.map((f: { name: string }) => f.name);
@@ -105,6 +110,30 @@ describe('PutObject racing a recursive folder delete', () => {
       put.finish();
       await expectS3Error(put.answer, 404, 'NoSuchBucket');
       await expectS3Error(t.s3.send(new ListObjectsV2Command({ Bucket: b })), 404, 'NoSuchBucket');
+    }
+  });
+});
+
+describe('CopyObject racing a recursive folder delete', () => {
+  test('the folder "g" deleted while a copy into "g/" and "g/c" is being stored: OperationAborted, nothing left in "g"', async () => {
+    const b = await t.newBucket(['src.txt', 'g/other']);
+    for (const Key of ['g/', 'g/c']) {
+      const g = await folderAt(t.o, `${b}/g`);
+      let release = () => {};
+      gate = new Promise((r) => (release = r));
+      try {
+        const copy = t.s3.send(new CopyObjectCommand({ Bucket: b, Key, CopySource: `${b}/src.txt` }));
+        copy.catch(() => {});
+        await receivingIn(g);
+        await deleteFolder(g);
+        release();
+        await expectS3Error(copy, 409, 'OperationAborted');
+      } finally {
+        gate = null;
+        release();
+      }
+      expect([await keysOf(b), await folderNames(await folderAt(t.o, b))]).toEqual([['src.txt'], []]);
+      await put(b, 'g/other', 'again');
     }
   });
 });

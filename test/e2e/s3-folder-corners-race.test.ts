@@ -21,7 +21,9 @@ import { waitFor } from '../kit/poll.js';
 
 /** Blob store uploads with a part open: the server is reading that part's body, which cannot end before the test ends it. */
 const receiving = new Set<string>();
-/** While set, a part opened waits for it before its bytes flow (a copy, whose body the test does not hold). */
+/** Blob store uploads whose parts are being joined (a completion). */
+const joining = new Set<string>();
+/** While set, a part opened or a join waits for it before its bytes flow (a copy, whose body the test does not hold). */
 let gate: Promise<void> | null = null;
 
 /** The blob store, telling `receiving` which uploads have a part open. */
@@ -32,6 +34,13 @@ const watchParts = ({ meta, blobs }: OriginStores): OriginStores => ({
       const value: unknown = Reflect.get(target, prop, target);
       if (typeof value !== 'function') return value;
       const fn = (value as (...args: unknown[]) => Promise<unknown>).bind(target);
+      if (prop === 'completeMultipart') {
+        return async (key: string, uploadId: string, ...rest: unknown[]) => {
+          joining.add(uploadId);
+          await gate;
+          return fn(key, uploadId, ...rest);
+        };
+      }
       if (prop !== 'openPart') return fn;
       return async (key: string, uploadId: string, ...rest: unknown[]) => {
         const writer = await fn(key, uploadId, ...rest);
@@ -160,6 +169,30 @@ describe('multipart uploads racing a recursive folder delete', () => {
     })), 404, 'NoSuchUpload');
     expect((await t.s3.send(new ListMultipartUploadsCommand({ Bucket: b }))).Uploads ?? []).toEqual([]);
     expect([await keysOf(b), await folderNames(await folderAt(t.o, b))]).toEqual([[], []]);
+  });
+
+  test('CompleteMultipartUpload joining while the folder "a", or the bucket, goes: NoSuchUpload, or NoSuchBucket; no object is left', async () => {
+    for (const what of ['folder', 'bucket'] as const) {
+      const b = await t.newBucket(['a/keep']);
+      const { UploadId } = await t.s3.send(new CreateMultipartUploadCommand({ Bucket: b, Key: 'a/m' }));
+      const part = await t.s3.send(new UploadPartCommand({ Bucket: b, Key: 'a/m', UploadId, PartNumber: 1, Body: 'joined' }));
+      const blobUpload = (await t.o.origin.stores.meta.read.getFile(UploadId!))!.upload_id!;
+      let release = () => {};
+      gate = new Promise((r) => (release = r));
+      try {
+        const done = t.s3.send(new CompleteMultipartUploadCommand({ Bucket: b, Key: 'a/m', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] } }));
+        done.catch(() => {});
+        await waitFor(() => joining.has(blobUpload), { timeoutMs: 20_000, what: 'the join to start' });
+        await deleteFolder(await folderAt(t.o, what === 'folder' ? `${b}/a` : b));
+        release();
+        await expectS3Error(done, 404, what === 'folder' ? 'NoSuchUpload' : 'NoSuchBucket');
+      } finally {
+        gate = null;
+        release();
+      }
+      await expectGone('the joined object', async () => (await storedObjectIds(t.o)).includes(UploadId!));
+      if (what === 'folder') expect([await keysOf(b), await folderNames(await folderAt(t.o, b))]).toEqual([[], []]);
+    }
   });
 
   test('UploadPart and CompleteMultipartUpload after the bucket went with its uploads: NoSuchBucket', async () => {

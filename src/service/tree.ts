@@ -79,11 +79,8 @@ export class Tree {
       let parentId = folder.parent_id;
       if (req.parent_id !== undefined) {
         parentId = req.parent_id;
-        if (parentId === null) {
-          await authorizeFolder(tx, caller, 'folder.write', null, 'parent_id');
-          // Made a bucket, a file of the empty name in it would be the key "" (empty-name.ts).
-          if (folder.parent_id !== null) await refuseFolderToTop(tx, folder);
-        } else {
+        if (parentId === null) await authorizeFolder(tx, caller, 'folder.write', null, 'parent_id');
+        else {
           await this.c.requireFolderFor(tx, caller, parentId, 'parent_id');
           const chain = await tx.folderChain(parentId);
           if (chain.some((f) => f.id === folder.id)) throw errors.cycle();
@@ -105,6 +102,8 @@ export class Tree {
         if (existing && existing.id !== folder.id) throw await conflict(tx, caller, name, existing);
       }
       if (nameError) throw nameError;
+      // Made a bucket, a file of the empty name in it would be the key "" (empty-name.ts).
+      if (parentId === null && folder.parent_id !== null) await refuseFolderToTop(tx, folder);
       const visibility = req.visibility === undefined ? folder.visibility : parseVisibility(req.visibility);
       const changed = name !== folder.name || parentId !== folder.parent_id || visibility !== folder.visibility;
       if (!changed) return { record: await this.answer(tx, caller, folder), seq: 0 };

@@ -8,7 +8,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import {
-  CompleteMultipartUploadCommand, CreateMultipartUploadCommand, DeleteBucketCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand,
+  CompleteMultipartUploadCommand, CreateBucketCommand, CreateMultipartUploadCommand, DeleteBucketCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand,
   ListObjectsV2Command, PutObjectCommand, UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { expectS3Error, filesIn, folderAt } from '../helpers/s3-api.js';
@@ -36,6 +36,10 @@ describe('a folder holding the object "<name>/" moved to the top', () => {
     // Nothing moved: the keys read as before, and no bucket of that name exists.
     expect([await read(b, `${name}/`), await read(b, `${name}/kept.txt`)]).toEqual(['own bytes', 'kept']);
     await expectS3Error(t.s3.send(new HeadBucketCommand({ Bucket: name })), 404, 'NotFound');
+    // A name taken at the top is a conflict, answered before the field rule (contract §2's order).
+    await t.s3.send(new CreateBucketCommand({ Bucket: name }));
+    expect((await move(lift, null)).body.error?.code).toBe('folder_exists');
+    await t.s3.send(new DeleteBucketCommand({ Bucket: name }));
     // Renamed, it is an ordinary file and the folder moves.
     expect((await t.o.post('/collections/file/update', { file_id: own!.file_id, name: 'own.txt' })).status).toBe(200);
     expect((await move(lift, null)).status).toBe(200);

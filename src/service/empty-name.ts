@@ -33,8 +33,8 @@ export async function refuseFolderToTop(tx: MetadataTx, folder: StoredFolder): P
 }
 
 /**
- * 409 folder_not_empty for DeleteBucket when all the bucket holds (`files`, counted over its
- * subtree) are ready files of the empty name at its top: from before the moves above were
+ * 409 folder_not_empty for DeleteBucket when all the bucket holds (`files` at its top, none
+ * below) are ready files of the empty name at its top: from before the moves above were
  * refused, or an upload that finished after its folder became a bucket. S3 lists no key for
  * them, so the answer says what is there and what to do; they are never deleted unseen.
  */

@@ -43,6 +43,9 @@ export class FeedFollower {
   /** When the edge last applied a change (monotonic): fills and requests follow, so it renews every beat. */
   private changedAt = -Infinity;
   private afterAcks: Array<{ after: number; run(): void }> = [];
+  /** The newest sequence the origin said every live edge has (its `settled` lines). */
+  private settledSeq = 0;
+  private afterSettles: Array<{ seq: number; run(): void }> = [];
   private stopped = false;
   private readonly agent: http.Agent;
   private readonly timers: TimerHandle[] = [];
@@ -97,6 +100,36 @@ export class FeedFollower {
     const timer = this.clock.setTimeout(run, maxMs);
     timer.unref?.();
     this.afterAcks.push({ after: this.acksSent, run });
+  }
+
+  /**
+   * Runs `fn` once the origin says every live edge has applied `seq` (a `settled` line), or
+   * after `maxMs`: a new file's fill then does not compete with the acknowledgements its
+   * completion waits for. The bound covers an origin that sends no such line (the change came
+   * through another origin, or this stream was full).
+   */
+  afterSettled(seq: number, fn: () => void, maxMs = SETTLE_WAIT_MS): void {
+    if (seq <= this.settledSeq) {
+      fn();
+      return;
+    }
+    let ran = false;
+    const run = () => {
+      if (ran) return;
+      ran = true;
+      this.clock.clearTimeout(timer);
+      this.afterSettles = this.afterSettles.filter((a) => a.run !== run);
+      fn();
+    };
+    const timer = this.clock.setTimeout(run, maxMs);
+    timer.unref?.();
+    this.afterSettles.push({ seq, run });
+  }
+
+  private settle(seq: number): void {
+    if (seq <= this.settledSeq) return;
+    this.settledSeq = seq;
+    for (const a of this.afterSettles.filter((w) => w.seq <= seq)) a.run();
   }
 
   private async retry<T>(fn: () => Promise<T>): Promise<T> {
@@ -190,6 +223,10 @@ export class FeedFollower {
         this.changedAt = this.clock.monotonic();
         return true;
       }
+      if (event === 'settled') {
+        this.settle((JSON.parse(data) as { seq: number }).seq);
+        return false;
+      }
       if (event === 'ping') {
         const head = (JSON.parse(data) as { head: number }).head;
         if (head > this.head) this.head = head;
@@ -279,6 +316,9 @@ export class FeedFollower {
     req.end(body);
   }
 }
+
+/** The longest a new file's fill waits for the origin's `settled` line (the origin holds new bytes as long). */
+export const SETTLE_WAIT_MS = 1000;
 
 /** For this many leases after a change an edge renews at every beat. */
 export const BUSY_LEASES = 4;

@@ -110,8 +110,9 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     },
   });
   const state: EdgeState = new EdgeState({
-    // Acknowledged first: the completion that announced the file waits for that, not for the bytes.
-    fileReady: (file) => prefetch.add(file, (go) => follower.afterAck(go)),
+    // Bytes move once the completion is acknowledged fleet-wide (a completion waits for every
+    // edge's acknowledgement, not for bytes); a file an update brought into view, after this edge's own.
+    fileReady: (file, completedAt) => prefetch.add(file, (go) => (completedAt === null ? follower.afterAck(go) : follower.afterSettled(completedAt, go))),
     fileGone: (id) => cache.drop(id),
     changed: () => responses.narrowed(),
   });
@@ -294,6 +295,7 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
       sendError(res, 'not_found', 'No file is at this address.');
       return;
     }
+    metrics.file(res, target.id);
     const entry: InFlight = { res, fileId: target.id, sha256: '', path: target.path, query: target.query, nowSeconds: Math.floor(clock.now() / 1000) };
     // Most requests carry no query: only one that names a variant parameter asks for a variant.
     const variant = target.query === '' ? null : readVariantOf(target.query);

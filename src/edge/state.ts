@@ -40,7 +40,8 @@ export interface Snapshot {
 }
 
 export interface StateListener {
-  fileReady(file: EdgeFile): void;
+  /** A file to fetch: `completedAt` is the sequence of the completion that made it, null when an update brought it into view. */
+  fileReady(file: EdgeFile, completedAt: number | null): void;
   fileGone(fileId: string): void;
   /** After any change that may narrow what may be served (an update, a delete, a folder change, a new snapshot). */
   changed?(): void;
@@ -100,7 +101,7 @@ export class EdgeState {
         const previous = this.files.get(file.file_id);
         this.files.set(file.file_id, file);
         this.effective.delete(file.file_id);
-        if (event.type === 'file.ready' || !previous) this.listener.fileReady(file);
+        if (event.type === 'file.ready' || !previous) this.listener.fileReady(file, event.type === 'file.ready' ? event.seq : null);
         break;
       }
       case 'file.deleted': {

@@ -175,6 +175,8 @@ export class EdgeHub {
     if (this.closed) return Promise.resolve();
     const waiting = this.wait.wait(seq);
     this.poller.schedule();
+    // Edges fetch a new file's bytes once every live edge has it (streams.ts, settled lines).
+    void waiting.then(() => this.streams.settled(seq));
     return waiting;
   }
 

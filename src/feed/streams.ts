@@ -8,6 +8,10 @@
  *
  * A change wakes every stream at once, all at the same sequence: they share one read of the
  * log and one text, so a fan-out to N edges costs one query, not N.
+ *
+ * Settled lines. Once a completion has been acknowledged by every live edge, each stream that
+ * sent it gets one `settled` line: the edges fetch the new bytes only then, so their fills do
+ * not compete with the acknowledgements that completion waits for.
  */
 import type { ServerResponse } from 'node:http';
 import type { Clock } from '../core/clock.js';
@@ -46,6 +50,9 @@ export class FeedStreams {
   private readonly streams = new Set<Stream>();
   /** Reads under way, by the sequence they read after and the head when they began. */
   private readonly reads = new Map<string, Promise<Batch>>();
+  /** The newest completion (`file.ready`) read from the log, and the newest sequence announced settled. */
+  private newFileSeq = 0;
+  private settledSeq = 0;
 
   constructor(private readonly o: FeedStreamsOptions) {}
 
@@ -93,6 +100,23 @@ export class FeedStreams {
     for (const s of this.streams) {
       if (s.sent < head || s.pumping || s.wroteAt > quietSince || s.res.writableNeedDrain) continue;
       text ??= `event: ping\ndata: {"head":${head}}\n\n`;
+      s.res.write(text);
+      s.wroteAt = now;
+    }
+  }
+
+  /**
+   * Tells every stream that sent `seq` that all changes up to it are acknowledged fleet-wide,
+   * when a completion not yet announced is among them. A full stream is skipped: its edge
+   * starts its fills on its own deadline instead.
+   */
+  settled(seq: number): void {
+    if (seq <= this.settledSeq || this.newFileSeq <= this.settledSeq || this.newFileSeq > seq) return;
+    this.settledSeq = seq;
+    const text = `event: settled\ndata: {"seq":${seq}}\n\n`;
+    const now = this.o.clock.monotonic();
+    for (const s of this.streams) {
+      if (s.sent < seq || s.res.destroyed || s.res.writableNeedDrain) continue;
       s.res.write(text);
       s.wroteAt = now;
     }
@@ -151,6 +175,7 @@ export class FeedStreams {
       batch = this.o.eventsAfter(after, BATCH).then((events) => {
         let text = '';
         for (const ev of events) {
+          if (ev.type === 'file.ready' && ev.seq > this.newFileSeq) this.newFileSeq = ev.seq;
           text += `id: ${ev.seq}\nevent: change\ndata: ${JSON.stringify({ seq: ev.seq, type: ev.type, data: ev.data })}\n\n`;
         }
         return { events, text };

@@ -1,0 +1,100 @@
+/**
+ * One real EdgeHub behind a small HTTP front (snapshot, feed, acknowledgements), one
+ * FeedFollower of it, and one clock moved by hand, for tests of the feed's timing rules.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { MetadataStore, NewEvent } from '../../src/core/ports.js';
+import { openSqliteStore } from '../../src/adapters/metadata/sqlite.js';
+import { EdgeHub } from '../../src/feed/hub.js';
+import { FeedFollower } from '../../src/edge/follower.js';
+import { originClient } from '../../src/edge/origin-client.js';
+import { EdgeState } from '../../src/edge/state.js';
+import { ManualClock } from '../kit/clock.js';
+
+export interface FollowerRig {
+  clock: ManualClock;
+  store: MetadataStore;
+  hub: EdgeHub;
+  follower: FeedFollower;
+  /** Acknowledgements received so far. */
+  readonly acks: number;
+  /** While true, acknowledgements are taken but never answered (a partition one way). */
+  silent: boolean;
+  /** Appends an event to the log (not published). */
+  append(event: NewEvent): Promise<number>;
+  /** Moves the clock `ms` in steps, leaving the sockets real time between them. */
+  pass(ms: number, step?: number, check?: () => void): Promise<void>;
+  /** Moves the clock 1 ms at a time until `done` (at most 2000 steps). */
+  until(done: () => boolean): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function followerRig(leaseMs = 1000): Promise<FollowerRig> {
+  const clock = new ManualClock();
+  const dir = await mkdtemp(join(tmpdir(), 'coffer-follower-'));
+  const store = await openSqliteStore(join(dir, 'coffer.sqlite'));
+  const hub = new EdgeHub(store, { leaseMs, originId: 'origin' }, clock);
+  await hub.start();
+  const held: http.ServerResponse[] = [];
+  const rig = { acks: 0, silent: false };
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname === '/_edge/snapshot') {
+      res.end(JSON.stringify({ seq: hub.headSeq, folders: [], files: [] }));
+    } else if (url.pathname === '/_edge/feed') {
+      hub.attach(url.searchParams.get('edge')!, Number(url.searchParams.get('after')), res);
+    } else if (url.pathname === '/_edge/ack') {
+      rig.acks++;
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        if (rig.silent) {
+          held.push(res);
+          return;
+        }
+        const { edge, seq } = JSON.parse(body) as { edge: string; seq: number };
+        void hub.ack(edge, seq).then((answer) => res.end(JSON.stringify(answer)));
+      });
+    } else {
+      res.statusCode = 404;
+      res.end();
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const state = new EdgeState({ fileReady: () => {}, fileGone: () => {}, changed: () => {} });
+  const origin = originClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, undefined);
+  const follower = new FeedFollower({ origin, token: 't', leaseMs, state, clock });
+
+  const pass = async (ms: number, step = 5, check: () => void = () => {}): Promise<void> => {
+    for (let t = 0; t < ms; t += step) {
+      await clock.advance(step);
+      await new Promise((r) => setTimeout(r, 1));
+      check();
+    }
+  };
+  const until = async (done: () => boolean): Promise<void> => {
+    for (let i = 0; i < 2000 && !done(); i++) await pass(1, 1);
+  };
+  let started = false;
+  const starting = follower.start().then(() => (started = true));
+  await until(() => started);
+  await starting;
+
+  return Object.assign(rig, {
+    clock, store, hub, follower, pass, until,
+    append: (event: NewEvent) => store.transaction((tx) => tx.appendEvent(event, clock.now())),
+    async close() {
+      follower.stop();
+      for (const res of held) res.destroy();
+      await hub.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  });
+}

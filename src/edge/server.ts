@@ -295,7 +295,6 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
       sendError(res, 'not_found', 'No file is at this address.');
       return;
     }
-    metrics.file(res, target.id);
     const entry: InFlight = { res, fileId: target.id, sha256: '', path: target.path, query: target.query, nowSeconds: Math.floor(clock.now() / 1000) };
     // Most requests carry no query: only one that names a variant parameter asks for a variant.
     const variant = target.query === '' ? null : readVariantOf(target.query);

@@ -33,7 +33,11 @@ export interface ChangeTimes {
   ms: number[];
   /** The origin's CPU over the change calls only, ms. */
   originCpuMs: number;
+  /** All edges' CPU over the change calls only, ms. */
+  edgesCpuMs: number;
 }
+
+const edgesCpuMs = (fleet: Fleet): number => fleet.edges.reduce((n, e) => n + (e.child.cpuMs() ?? 0), 0);
 
 async function uploadSmall(fleet: Fleet, name: string, signal: AbortSignal): Promise<SmallFile> {
   const data = randomBytes(SMALL_BYTES);
@@ -51,13 +55,15 @@ async function waitFilesCached(fleet: Fleet, files: SmallFile[], opts: Options, 
   else log(`${files.length} small files are HITs at all ${fleet.edges.length} edges (${fmt(performance.now() - t0, 0)} ms)`);
 }
 
-/** Times one change call and adds the origin's CPU over it. */
+/** Times one change call and adds the origin's and the edges' CPU over it (read outside the timing). */
 async function timed(fleet: Fleet, into: ChangeTimes, call: () => Promise<Record<string, unknown>>): Promise<Record<string, unknown>> {
+  const edges0 = edgesCpuMs(fleet);
   const cpu0 = originCpuMs(fleet);
   const t0 = performance.now();
   const res = await call();
   into.ms.push(performance.now() - t0);
   into.originCpuMs += originCpuMs(fleet) - cpu0;
+  into.edgesCpuMs += edgesCpuMs(fleet) - edges0;
   return res;
 }
 
@@ -65,7 +71,7 @@ export async function deletePhase(fleet: Fleet, opts: Options, checks: Checks, s
   const files: SmallFile[] = [];
   for (let i = 0; i < opts.count; i++) files.push(await uploadSmall(fleet, `delete-${i + 1}.bin`, signal));
   await waitFilesCached(fleet, files, opts, signal);
-  const out: ChangeTimes = { ms: [], originCpuMs: 0 };
+  const out: ChangeTimes = { ms: [], originCpuMs: 0, edgesCpuMs: 0 };
   for (const [i, f] of files.entries()) {
     const res = await timed(fleet, out, () => fleet.api.post("/collections/file/delete", { file_id: f.fileId }, signal, 60_000));
     if (res.deleted !== true) throw new Error(`file/delete answered ${JSON.stringify(res)}, expected deleted: true`);
@@ -89,7 +95,7 @@ export interface SwitchTimes extends ChangeTimes {
 export async function visibilityPhase(fleet: Fleet, opts: Options, checks: Checks, signal: AbortSignal): Promise<SwitchTimes> {
   const f = await uploadSmall(fleet, "visibility.bin", signal);
   await waitFilesCached(fleet, [f], opts, signal);
-  const out: SwitchTimes = { ms: [], originCpuMs: 0, toPrivateMs: [], toPublicMs: [] };
+  const out: SwitchTimes = { ms: [], originCpuMs: 0, edgesCpuMs: 0, toPrivateMs: [], toPublicMs: [] };
   const update = async (visibility: "Public" | "Private"): Promise<void> => {
     const res = await timed(fleet, out, () => fleet.api.post("/collections/file/update", { file_id: f.fileId, visibility }, signal, 60_000));
     if (res.visibility !== visibility) throw new Error(`file/update answered visibility ${JSON.stringify(res.visibility)}, expected ${visibility}`);

@@ -132,6 +132,8 @@ export function renderReport(opts: Options, s: Summary): string {
   const cpuPer = (c: ChangeTimes): string => fmt(c.ms.length === 0 ? null : c.originCpuMs / c.ms.length, 2);
   const upCpu = med(s.fleet.map((r) => r.originCpuMs));
   lines.push(`origin CPU: ${cpuPer(s.delete)} ms per delete, ${cpuPer(s.visibility)} ms per switch (each fanned out to ${s.edges} edges); ${fmt(upCpu, 0)} ms per upload prewarmed (median)`);
+  const edgesPer = (c: ChangeTimes): string => fmt(c.ms.length === 0 ? null : c.edgesCpuMs / c.ms.length, 1);
+  lines.push(`edges' CPU, all ${s.edges} together: ${edgesPer(s.delete)} ms per delete, ${edgesPer(s.visibility)} ms per switch`);
   const stat = (name: string, xs: number[]): string[] => [name, String(xs.length), fmt(median(xs), 1), fmt(percentile(xs, 99), 1), fmt(xs.length > 0 ? Math.max(...xs) : null, 1)];
   const lat: string[][] = [["change, until every edge acknowledged", "n", "median ms", "p99 ms", "max ms"]];
   lat.push(stat("file/delete", s.delete.ms), stat("file/update visibility", s.visibility.ms));

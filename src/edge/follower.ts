@@ -224,7 +224,7 @@ export class FeedFollower {
         return true;
       }
       if (event === 'settled') {
-        this.settle((JSON.parse(data) as { seq: number }).seq);
+        this.settle(settledSeqOf(data, this.opts.state.seq));
         return false;
       }
       if (event === 'ping') {
@@ -315,6 +315,22 @@ export class FeedFollower {
     req.on('error', finish);
     req.end(body);
   }
+}
+
+/**
+ * The sequence a `settled` line names, as far as this edge has applied it (the origin writes one
+ * only after the changes it covers): 0, which settles nothing, for a line that names no whole
+ * sequence. A line is advice on when to fetch, so a garbled one is ignored, never a reason to
+ * drop the stream and its lease, and a forged large number cannot settle changes still to come.
+ */
+export function settledSeqOf(data: string, applied: number): number {
+  let seq: unknown;
+  try {
+    seq = (JSON.parse(data) as { seq?: unknown } | null)?.seq;
+  } catch {
+    return 0;
+  }
+  return typeof seq === 'number' && Number.isSafeInteger(seq) && seq > 0 ? Math.min(seq, applied) : 0;
 }
 
 /** The longest a new file's fill waits for the origin's `settled` line (the origin holds new bytes as long). */

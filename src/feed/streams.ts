@@ -18,6 +18,8 @@ import type { Clock } from '../core/clock.js';
 import type { StoredEvent } from '../core/ports.js';
 
 const BATCH = 500;
+/** Completions remembered for a settled line at most (the oldest is forgotten first). */
+const MAX_UNANNOUNCED = 4096;
 
 interface Stream {
   edgeId: string;
@@ -50,8 +52,12 @@ export class FeedStreams {
   private readonly streams = new Set<Stream>();
   /** Reads under way, by the sequence they read after and the head when they began. */
   private readonly reads = new Map<string, Promise<Batch>>();
-  /** The newest completion (`file.ready`) read from the log, and the newest sequence announced settled. */
-  private newFileSeq = 0;
+  /**
+   * Completions (`file.ready`) read from the log and not yet announced, and the newest sequence
+   * announced settled. Each is kept, not only the newest: one read before an older completion
+   * settles must not cost that older one its line.
+   */
+  private readonly unannounced = new Set<number>();
   private settledSeq = 0;
 
   constructor(private readonly o: FeedStreamsOptions) {}
@@ -111,7 +117,14 @@ export class FeedStreams {
    * starts its fills on its own deadline instead.
    */
   settled(seq: number): void {
-    if (seq <= this.settledSeq || this.newFileSeq <= this.settledSeq || this.newFileSeq > seq) return;
+    if (seq <= this.settledSeq) return;
+    let any = false;
+    for (const s of this.unannounced) {
+      if (s > seq) continue;
+      any = true;
+      this.unannounced.delete(s);
+    }
+    if (!any) return;
     this.settledSeq = seq;
     const text = `event: settled\ndata: {"seq":${seq}}\n\n`;
     const now = this.o.clock.monotonic();
@@ -120,6 +133,15 @@ export class FeedStreams {
       s.res.write(text);
       s.wroteAt = now;
     }
+  }
+
+  /**
+   * Notes a completion to announce. Bounded: completions published through other origins are
+   * never settled here, and one forgotten only leaves its edges to their own deadline.
+   */
+  private remember(seq: number): void {
+    this.unannounced.add(seq);
+    if (this.unannounced.size > MAX_UNANNOUNCED) this.unannounced.delete(this.unannounced.values().next().value!);
   }
 
   /** The open streams and the bytes each holds unsent (for operators and tests). */
@@ -175,7 +197,7 @@ export class FeedStreams {
       batch = this.o.eventsAfter(after, BATCH).then((events) => {
         let text = '';
         for (const ev of events) {
-          if (ev.type === 'file.ready' && ev.seq > this.newFileSeq) this.newFileSeq = ev.seq;
+          if (ev.type === 'file.ready' && ev.seq > this.settledSeq) this.remember(ev.seq);
           text += `id: ${ev.seq}\nevent: change\ndata: ${JSON.stringify({ seq: ev.seq, type: ev.type, data: ev.data })}\n\n`;
         }
         return { events, text };

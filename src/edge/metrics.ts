@@ -20,7 +20,8 @@ const ARRIVED = Symbol('arrived');
 const ROUTE = Symbol('route');
 const BODY = Symbol('body');
 const LENGTH = Symbol('length');
-type Noted = http.ServerResponse & { [TIME]?: number; [ARRIVED]: number; [ROUTE]?: RouteTally; [BODY]?: boolean; [LENGTH]?: number };
+const FILE = Symbol('file');
+type Noted = http.ServerResponse & { [TIME]?: number; [ARRIVED]: number; [ROUTE]?: RouteTally; [BODY]?: boolean; [LENGTH]?: number; [FILE]?: string };
 
 /** The file id of a `/files/ID[?query]` target (absolute form too: RFC 9112 §3.2.2). */
 function fileIdOf(url: string, q: number): string {
@@ -48,11 +49,45 @@ export interface Answered {
   preview?: boolean;
 }
 
+/**
+ * An answer as the listeners see it. The client's address and the Range header are read
+ * from the request only when a listener asks (the access log; usage and the status do
+ * not), and only while the listeners are called.
+ */
+class AnsweredRequest implements Answered {
+  readonly method: string;
+
+  constructor(
+    private readonly req: http.IncomingMessage,
+    readonly time: number,
+    readonly fileId: string | null,
+    readonly status: number,
+    readonly bytes: number,
+    readonly complete: boolean,
+    readonly durationMs: number,
+    readonly cache: 'HIT' | 'MISS' | null,
+    readonly preview: boolean,
+  ) {
+    this.method = req.method ?? '';
+  }
+
+  get client(): string {
+    return this.req.socket.remoteAddress ?? '';
+  }
+
+  /** From rawHeaders: building req.headers for every answer costs the hot path (request-headers.ts). */
+  get range(): string | null {
+    return rangeHeader(this.req.rawHeaders)?.slice(0, 100) ?? null;
+  }
+}
+
 export interface EdgeMetrics {
-  /** Counts one request once its answer has ended. */
-  observe(req: http.IncomingMessage, res: http.ServerResponse, route: string): void;
+  /** Counts one request once its answer has ended; returns the time it arrived (Unix ms, the clock's). */
+  observe(req: http.IncomingMessage, res: http.ServerResponse, route: string): number;
   /** Notes that an answer carries a file's bytes: from this edge's cache or not, and how many. */
   body(res: http.ServerResponse, hit: boolean, length: number): void;
+  /** Notes the file id read from the request's path (its text is hashed once, by the first lookup). */
+  file(res: http.ServerResponse, id: string): void;
   unhandledRejection(): void;
   /** Answers GET /metrics. */
   serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void>;
@@ -170,13 +205,8 @@ export function edgeMetrics(deps: EdgeMetricsDeps): EdgeMetrics {
     if (listeners.length === 0) return;
     const url = req.url ?? '';
     const q = url.indexOf('?');
-    const answered: Answered = {
-      time: res[TIME]!, method: req.method ?? '', fileId: tally.route === '/files/:id' ? fileIdOf(url, q) : null, status: res.statusCode, bytes, complete,
-      durationMs: Math.round(seconds * 1e6) / 1e3, cache: hit === undefined ? null : hit ? 'HIT' : 'MISS', client: req.socket.remoteAddress ?? '',
-      // From rawHeaders: building req.headers for every answer costs the hot path (request-headers.ts).
-      range: rangeHeader(req.rawHeaders)?.slice(0, 100) ?? null,
-      preview: q >= 0 && url.includes('preview=1', q) && PREVIEW.test(url),
-    };
+    const answered = new AnsweredRequest(req, res[TIME]!, tally.route === '/files/:id' ? res[FILE] ?? fileIdOf(url, q) : null, res.statusCode, bytes, complete,
+      Math.round(seconds * 1e6) / 1e3, hit === undefined ? null : hit ? 'HIT' : 'MISS', q >= 0 && url.includes('preview=1', q) && PREVIEW.test(url));
     for (const l of listeners) l(answered);
   }
 
@@ -189,12 +219,17 @@ export function edgeMetrics(deps: EdgeMetricsDeps): EdgeMetrics {
       noted[BODY] = isHit;
       noted[LENGTH] = length;
     },
+    file(res, id) {
+      (res as Noted)[FILE] = id;
+    },
     observe(_req, res, route) {
       const noted = res as Noted;
-      noted[TIME] = clock.now();
+      const now = clock.now();
+      noted[TIME] = now;
       noted[ARRIVED] = performance.now();
       noted[ROUTE] = tallyOf(route);
       res.on('close', closed);
+      return now;
     },
     async serve(req, res) {
       // Refused before prom-client loads: a scrape without the token costs the edge nothing.

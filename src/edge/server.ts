@@ -273,7 +273,7 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
   });
 
   /** Answers a request: a cache hit under a lease before it returns, with no promise made; anything that waits returns its promise. */
-  function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> | void {
+  function handle(req: http.IncomingMessage, res: http.ServerResponse, arrivedMs: number): Promise<void> | void {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       sendError(res, 'method_not_allowed', 'Only GET and HEAD are answered here.', ['Allow', 'GET, HEAD']);
       return;
@@ -295,7 +295,8 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
       sendError(res, 'not_found', 'No file is at this address.');
       return;
     }
-    const entry: InFlight = { res, fileId: target.id, sha256: '', path: target.path, query: target.query, nowSeconds: Math.floor(clock.now() / 1000) };
+    metrics.file(res, target.id);
+    const entry: InFlight = { res, fileId: target.id, sha256: '', path: target.path, query: target.query, nowSeconds: Math.floor(arrivedMs / 1000) };
     // Most requests carry no query: only one that names a variant parameter asks for a variant.
     const variant = target.query === '' ? null : readVariantOf(target.query);
     // Under a lease a hit is answered without a single wait.
@@ -325,10 +326,11 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
   }
 
   const server = await listenEdge(config, (req, res) => {
-    metrics.observe(req, res, routeOf(req.url));
+    // The request's time, read once: the metrics stamp it and links are judged by it.
+    const arrivedMs = metrics.observe(req, res, routeOf(req.url));
     let pending: Promise<void> | void;
     try {
-      pending = handle(req, res);
+      pending = handle(req, res, arrivedMs);
     } catch (err) {
       failed(res, err);
       return;

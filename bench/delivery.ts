@@ -608,6 +608,17 @@ interface Summary {
   targets: Record<string, { description: string; min: number | null; max: number | null; value: number | null; pass: boolean | null }>;
 }
 
+/** The median over rounds of round i's CPU per request in `a` ÷ that in `b`. */
+function pairedMedian(a: Array<{ cpuUsPerReq: number | null }> | undefined, b: Array<{ cpuUsPerReq: number | null }> | undefined): number | null {
+  if (!a || !b) return null;
+  const ratios = a.flatMap((r, i) => {
+    const x = r.cpuUsPerReq;
+    const y = b[i]?.cpuUsPerReq;
+    return x === null || y === null || y === undefined || y <= 0 ? [] : [x / y];
+  });
+  return ratios.length === 0 ? null : median(ratios);
+}
+
 function summarize(results: ScenarioResult[]): Pick<Summary, "ratios" | "targets"> {
   const by = (id: ScenarioId): ScenarioResult | undefined => results.find((r) => r.id === id);
   const div = (a: number | null | undefined, b: number | null | undefined): number | null =>
@@ -629,6 +640,9 @@ function summarize(results: ScenarioResult[]): Pick<Summary, "ratios" | "targets
     cpu_small_node_vs_nginx: round2(div(small?.node?.medianCpuUsPerReq, small?.nginx?.medianCpuUsPerReq)),
     cpu_signed_edge_vs_edge_public: round2(div(signed?.edge.medianCpuUsPerReq, small?.edge.medianCpuUsPerReq)),
     cpu_signed_edge_vs_node: round2(div(signed?.edge.medianCpuUsPerReq, signed?.node?.medianCpuUsPerReq)),
+    // Each round's pair measured minutes apart at most: the machine's drift over a run cancels.
+    cpu_small_edge_vs_node_paired: round2(pairedMedian(small?.edge.runs, small?.node?.runs)),
+    cpu_signed_edge_vs_edge_public_paired: round2(pairedMedian(signed?.edge.runs, small?.edge.runs)),
   };
   const target = (description: string, min: number, value: number | null) => ({
     description,
@@ -737,6 +751,8 @@ function renderReport(opts: Options, s: Summary): string {
   add("CPU/request 4 KiB public: bare Node / nginx", s.ratios.cpu_small_node_vs_nginx);
   add("CPU/request signed link: edge signed / edge public", s.ratios.cpu_signed_edge_vs_edge_public);
   add("CPU/request signed link: edge signed / bare Node (plain)", s.ratios.cpu_signed_edge_vs_node);
+  add("CPU/request 4 KiB public: edge / bare Node (median of each round's ratio)", s.ratios.cpu_small_edge_vs_node_paired);
+  add("CPU/request signed link: edge signed / edge public (median of each round's ratio)", s.ratios.cpu_signed_edge_vs_edge_public_paired);
   add("ratio access log on: logging edge / plain edge req/s (median of same-window ratios)", s.ratios.logged_edge_vs_edge_public);
   lines.push(...renderTable(ratioRows, 1));
   lines.push("");

@@ -111,6 +111,35 @@ describe('other ways to bring the empty name to a top', () => {
   });
 });
 
+describe('the lift racing a move of the file', () => {
+  test('a file of the empty name moved into "a" while "a" is moved to the top, twenty times at once: never both, and no bucket ever holds it at its top', async () => {
+    const b = await t.newBucket();
+    const bucketId = await folderAt(t.o, b);
+    for (let i = 0; i < 20; i++) {
+      const name = unique(`race${i}`);
+      await put(b, `${name}-src/`, `bytes ${i}`);
+      await put(b, `${name}/keep`, 'k');
+      const src = await folderAt(t.o, `${b}/${name}-src`);
+      const a = await folderAt(t.o, `${b}/${name}`);
+      const [file] = await emptyNamed(src);
+      const [fileMove, lift] = await Promise.all([
+        t.o.post('/collections/file/update', { file_id: file!.file_id, folder_id: a }),
+        move(a, null),
+      ]);
+      expect(fileMove.status === 200 && lift.status === 200, `round ${i}: both moves succeeded`).toBe(false);
+      expect(fileMove.status === 200 || lift.status === 200, `round ${i}: one of them goes through`).toBe(true);
+      if (lift.status === 200) {
+        expect(await emptyNamed(a)).toEqual([]);
+        expect(await keysOf(name)).toEqual(['keep']);
+        expect((await move(a, bucketId)).status).toBe(200);
+      } else {
+        expect(codeOf(lift)).toEqual([400, 'invalid_name', 'parent_id']);
+        expect(await read(b, `${name}/`)).toBe(`bytes ${i}`);
+      }
+    }
+  });
+});
+
 describe('DeleteObjects and odd slashes', () => {
   test('DeleteObjects of "a/", "a", "a/x" and "a//" in one request: the three objects go, "a//" is an error of its own, the folder "a" goes, and DeleteBucket then succeeds', async () => {
     const b = await t.newBucket(['a', 'a/x']);

@@ -189,6 +189,25 @@ describe('the origin\'s settled lines under a flow of completions', () => {
   });
 });
 
+describe('completions that never settle here', () => {
+  it('(made through another origin) are remembered only up to a bound, and a later local one still gets its line', async () => {
+    const clock = new ManualClock();
+    const events = Array.from({ length: 6000 }, (_, i) => ready(i + 1));
+    const feed = new FeedStreams({
+      eventsAfter: async (seq, limit) => events.filter((e) => e.seq > seq).slice(0, limit),
+      head: () => events.at(-1)!.seq, learned: () => {}, drainMs: 500, clock,
+    });
+    const res = new FakeResponse();
+    feed.attach('e', 0, res.res);
+    for (let i = 0; i < 20; i++) await clock.advance(0);
+    expect(feed.list()[0]!.sent).toBe(6000);
+    expect((feed as unknown as { unannounced: Set<number> }).unannounced.size).toBeLessThanOrEqual(4096);
+    feed.settled(6000);
+    expect(settledLines(res)).toEqual(['event: settled\ndata: {"seq":6000}\n\n']);
+    expect((feed as unknown as { unannounced: Set<number> }).unannounced.size).toBe(0);
+  });
+});
+
 describe('a real origin and edge, the line racing a switch or a delete', () => {
   let o: TestOrigin;
   let e: TestEdge;
@@ -225,10 +244,14 @@ describe('a real origin and edge, the line racing a switch or a delete', () => {
 
   it('a file deleted right after its completion is never served, and its bytes do not stay in the cache', async () => {
     const rec = await uploadBytes(o, randomBytes(50_000), { name: 'gone.bin' });
+    // The completion waited for the edge's acknowledgement: the edge knows the file, its fill still waits for the line.
+    const known = e.edge.state.files.get(rec.file_id);
+    expect(known).toBeDefined();
     expect((await o.post('/collections/file/delete', { file_id: rec.file_id })).status).toBe(200);
     expect(await watch(`/files/${rec.file_id}`)).toEqual([404]);
     expect(e.edge.state.files.has(rec.file_id)).toBe(false);
     expect(e.edge.cache.fetching(rec.file_id)).toBe(false);
+    expect(e.edge.cache.lookup(known!), 'no bytes of it kept').toBeNull();
   });
 
   it('a burst of completions: every file becomes a cache hit with its own bytes', async () => {

@@ -140,6 +140,29 @@ describe('the lift racing a move of the file', () => {
   });
 });
 
+describe('DeleteBucket racing a write', () => {
+  test('a PUT of "d/x" or "d/" held open while DeleteBucket is asked: either the bucket stays and the object is whole, or the bucket is gone and the PUT is NoSuchBucket, leaving nothing', async () => {
+    for (const Key of ['d/x', 'd/']) {
+      const b = await t.newBucket();
+      const body = new PassThrough();
+      const answer = put(b, Key, body, t.s3, 10).then(() => 'ok', (e: { name: string }) => e.name);
+      body.write('12345');
+      await waitFor(async () => (await folderAt(t.o, `${b}/d`).then(() => true, () => false)), { what: 'the folder the PUT made' });
+      const deleted = await t.s3.send(new DeleteBucketCommand({ Bucket: b })).then(() => 'ok', (e: { name: string }) => e.name);
+      body.end('67890');
+      const outcome = await answer;
+      if (deleted === 'ok') {
+        expect(outcome, Key).toBe('NoSuchBucket');
+        await expectS3Error(t.s3.send(new HeadBucketCommand({ Bucket: b })), 404, 'NotFound');
+        expect((await t.o.post('/collections/list', { folder_id: null, limit: 1000 })).body.folders.map((f: { name: string }) => f.name)).not.toContain(b);
+      } else {
+        expect([deleted, outcome], Key).toEqual(['BucketNotEmpty', 'ok']);
+        expect([await keysOf(b), await read(b, Key)]).toEqual([[Key], '1234567890']);
+      }
+    }
+  });
+});
+
 describe('DeleteObjects and odd slashes', () => {
   test('DeleteObjects of "a/", "a", "a/x" and "a//" in one request: the three objects go, "a//" is an error of its own, the folder "a" goes, and DeleteBucket then succeeds', async () => {
     const b = await t.newBucket(['a', 'a/x']);

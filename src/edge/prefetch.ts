@@ -4,13 +4,17 @@
  */
 import type { EdgeFile } from './state.js';
 
+interface Queued {
+  file: EdgeFile;
+  /** False until its gate opens: a closed gate holds its own file, never the files after it. */
+  open: boolean;
+}
+
 export class Prefetcher {
-  private readonly queue: EdgeFile[] = [];
+  private readonly queue: Queued[] = [];
   /** Files whose completion asked for a prefetch that has not started yet. */
   private readonly queued = new Set<string>();
   private running = 0;
-  /** Gates not yet opened: nothing starts while one is closed. */
-  private held = 0;
 
   constructor(
     private readonly concurrency: number,
@@ -21,20 +25,16 @@ export class Prefetcher {
     private readonly onError: (err: unknown, file: EdgeFile) => void,
   ) {}
 
-  /** Queues a file; with `gate`, prefetches start only once it calls `open` (the file counts as queued meanwhile). */
+  /** Queues a file; with `gate`, its prefetch starts only once it calls `open` (the file counts as queued meanwhile). */
   add(file: EdgeFile, gate?: (open: () => void) => void): void {
-    this.queue.push(file);
+    const entry: Queued = { file, open: gate === undefined };
+    this.queue.push(entry);
     this.queued.add(file.file_id);
-    if (gate) {
-      this.held++;
-      let opened = false;
-      gate(() => {
-        if (opened) return;
-        opened = true;
-        this.held--;
-        this.pump();
-      });
-    }
+    gate?.(() => {
+      if (entry.open) return;
+      entry.open = true;
+      this.pump();
+    });
     this.pump();
   }
 
@@ -44,9 +44,12 @@ export class Prefetcher {
   }
 
   private pump(): void {
-    while (this.held === 0 && this.running < this.concurrency && this.queue.length > 0) {
-      const file = this.queue.shift()!;
-      this.queued.delete(file.file_id);
+    while (this.running < this.concurrency) {
+      const at = this.queue.findIndex((q) => q.open);
+      if (at < 0) return;
+      const file = this.queue.splice(at, 1)[0]!.file;
+      // Queued again meanwhile (a newer version): still waiting under that entry.
+      if (!this.queue.some((q) => q.file.file_id === file.file_id)) this.queued.delete(file.file_id);
       if (!this.isCurrent(file)) continue;
       this.running++;
       this.fetch(file, () => this.isCurrent(file))

@@ -77,6 +77,14 @@ async function exists(path: string): Promise<boolean> {
 
 const one = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
+/**
+ * CompleteMultipartUploads under way, by upload directory. An abort, and another complete, wait
+ * for the one of its upload: on S3 a complete that has begun finishes, and s3rver, whose join
+ * reads the part files with no error handler, would take the whole test process down if they
+ * went from under it.
+ */
+const joining = new Map<string, Promise<unknown>>();
+
 /** The operations s3rver 3.7 lacks, over its own layout: BUCKET/._S3rver_uploads/UPLOAD_ID/{key,1,2,…}. */
 function compatLayer(server: S3rverInstance): Middleware {
   const uploadsDir = (bucket: string) => server.store.getResourcePath(bucket, undefined, 'uploads');
@@ -90,6 +98,7 @@ function compatLayer(server: S3rverInstance): Middleware {
       if (ctx.method === 'DELETE') {
         // AbortMultipartUpload
         if (!known) throw new S3Error('NoSuchUpload', 'The specified upload does not exist.', { UploadId: uploadId });
+        await joining.get(dir)?.catch(() => {});
         await rm(dir, { recursive: true, force: true });
         ctx.status = 204;
         ctx.body = '';
@@ -158,8 +167,10 @@ function atomicPutPart(server: S3rverInstance): S3rverInstance['store']['putPart
 /** CompleteMultipartUpload checks each ETag against the part it names, as S3 does. */
 function checkedComplete(server: S3rverInstance): S3rverInstance['store']['putObjectMultipart'] {
   const join_ = server.store.putObjectMultipart.bind(server.store);
-  return async (bucket, uploadId, parts) => {
-    const dir = join(server.store.getResourcePath(bucket, undefined, 'uploads'), uploadId);
+  const complete = async (dir: string, bucket: string, uploadId: string, parts: Array<{ number: number; etag: string }>, before?: Promise<unknown>) => {
+    // One join of an upload at a time: s3rver removes the upload once joined, under a second one.
+    await before?.catch(() => {});
+    if (!(await exists(join(dir, 'key')))) throw new S3Error('NoSuchUpload', 'The specified upload does not exist.', { UploadId: uploadId });
     for (const part of parts) {
       const held = await readFile(join(dir, `${part.number}.md5`), 'utf8').catch(() => null);
       if (held !== part.etag) {
@@ -169,6 +180,16 @@ function checkedComplete(server: S3rverInstance): S3rverInstance['store']['putOb
       }
     }
     return join_(bucket, uploadId, parts);
+  };
+  return (bucket, uploadId, parts) => {
+    const dir = join(server.store.getResourcePath(bucket, undefined, 'uploads'), uploadId);
+    const joined = complete(dir, bucket, uploadId, parts, joining.get(dir));
+    joining.set(dir, joined);
+    const done = () => {
+      if (joining.get(dir) === joined) joining.delete(dir);
+    };
+    joined.then(done, done);
+    return joined;
   };
 }
 

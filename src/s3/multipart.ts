@@ -10,7 +10,7 @@ import { s3Errors } from './errors.js';
 import { requireBucket, type BucketAt } from './mapping.js';
 import { etagOf, intParam, isoTime, noBody, ownerOf, quoted, xmlAnswer, type S3Handler, type S3Request } from './context.js';
 import { contentTypeOf, metaOf, visibilityOf } from './object-headers.js';
-import { requireCopySource, withMd5, writeError, writePlace } from './objects.js';
+import { requireCopySource, withMd5, writePlace, writing } from './objects.js';
 import { encoder } from './list.js';
 import { childOf, childrenOf, type XmlFields } from './xml.js';
 import { COMPLETE_BODY, readXmlBody } from './xml-bodies.js';
@@ -26,11 +26,7 @@ async function uploadKey(r: S3Request): Promise<{ bucket: BucketAt; u: UploadKey
  * subtree, its uploads with it) is NoSuchBucket; an upload gone with a folder in it stays
  * NoSuchUpload, as S3 answers for an aborted upload.
  */
-function inBucket<T>(r: S3Request, bucket: BucketAt, work: Promise<T>): Promise<T> {
-  return work.catch(async (err: unknown) => {
-    throw await writeError(r, bucket, bucket.at, err);
-  });
-}
+const inBucket = <T>(r: S3Request, bucket: BucketAt, work: Promise<T>): Promise<T> => writing(r, bucket, bucket.at, work);
 
 function partNumberOf(r: S3Request): number {
   const raw = r.query.get('partNumber') ?? '';
@@ -43,12 +39,10 @@ function partNumberOf(r: S3Request): number {
 export const createMultipart: S3Handler = async (r) => {
   await noBody(r);
   const { bucket, path, at } = await writePlace(r);
-  const file = await r.service.multipart.create(r.caller, {
+  const file = await writing(r, bucket, at, r.service.multipart.create(r.caller, {
     at, bucketId: bucket.at.folder.id, key: r.key!, name: path.name, contentType: contentTypeOf(r.headers, path.name),
     visibility: visibilityOf(r.headers), meta: metaOf(r.headers),
-  }).catch(async (err: unknown) => {
-    throw await writeError(r, bucket, at, err);
-  });
+  }));
   const answer = xmlAnswer('InitiateMultipartUploadResult', [['Bucket', bucket.name], ['Key', r.key!], ['UploadId', file.id]]);
   const algorithm = r.headers.get('x-amz-checksum-algorithm');
   if (algorithm) answer.headers!['x-amz-checksum-algorithm'] = algorithm;

@@ -42,11 +42,18 @@ export async function requireObject(r: S3Request, bucketName: string, key: strin
  * subtree, the upload with it): NoSuchBucket when the bucket went, OperationAborted when only a
  * folder in it did; no S3 answers NoSuchKey to a write. Otherwise the error as it was.
  */
-export async function writeError(r: S3Request, bucket: BucketAt, at: Located, err: unknown): Promise<unknown> {
+async function writeError(r: S3Request, bucket: BucketAt, at: Located, err: unknown): Promise<unknown> {
   const folderId = at.folder?.id;
   if (folderId === undefined || (await r.service.paths.stands(folderId))) return err;
   if (!(await r.service.paths.stands(bucket.at.folder.id))) return s3Errors.noSuchBucket(bucket.name);
   return s3OperationAborted('A folder of the key was deleted while the object was being written, and nothing was stored. Send it again.');
+}
+
+/** `work`, a failure of it answered as writeError says. */
+export function writing<T>(r: S3Request, bucket: BucketAt, at: Located, work: Promise<T>): Promise<T> {
+  return work.catch(async (err: unknown) => {
+    throw await writeError(r, bucket, at, err);
+  });
 }
 
 /** The folder a key's object goes in, made where missing; AccessDenied outside the caller's reach. */
@@ -77,12 +84,10 @@ export const putObject: S3Handler = async (r) => {
     return { headers: { etag: quoted(EMPTY_MD5) } };
   }
   const meta = metaOf(r.headers);
-  await r.service.objects.put(r.caller, {
+  await writing(r, bucket, at, r.service.objects.put(r.caller, {
     at, name: path.name, contentType: contentTypeOf(r.headers, path.name), visibility: visibilityOf(r.headers), meta,
     size: payload.length, body: payload, etag: () => payload.md5Hex, finalMeta: () => withChecksum(meta, payload.verifiedChecksum), ...(condition ? { condition } : {}),
-  }).catch(async (err: unknown) => {
-    throw await writeError(r, bucket, at, err);
-  });
+  }));
   const headers: Record<string, string> = { etag: quoted(payload.md5Hex) };
   const checksum = payload.verifiedChecksum;
   if (checksum) headers[checksum.header] = checksum.value;

@@ -53,13 +53,12 @@ export class AccessLog {
   private size = 0;
   private writing = false;
   private pendingBytes = 0;
-  private readonly timer: NodeJS.Timeout;
+  /** Armed by the first line after a flush: an edge nobody asks anything never wakes for the log. */
+  private timer: NodeJS.Timeout | null = null;
   /** Lines dropped because the destination fell behind. */
   dropped = 0;
 
   private constructor(private readonly out: Writable, private readonly ownsOut: boolean) {
-    this.timer = setInterval(() => this.flush(), FLUSH_MS);
-    this.timer.unref();
     out.on('error', () => {});
   }
 
@@ -77,6 +76,13 @@ export class AccessLog {
     this.lines.push(line);
     this.size += line.length + 1;
     if (this.size >= FLUSH_BYTES) this.flush();
+    else if (this.timer === null) {
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        this.flush();
+      }, FLUSH_MS);
+      this.timer.unref();
+    }
   };
 
   private flush(): void {
@@ -98,7 +104,8 @@ export class AccessLog {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.timer);
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
     this.writing = false;
     this.flush();
     if (this.ownsOut) await new Promise<void>((resolve) => this.out.end(resolve));

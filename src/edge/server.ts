@@ -33,7 +33,7 @@ import { InFlightResponses, type InFlight } from './in-flight.js';
 import { streamFile } from './send.js';
 import { Prefetcher } from './prefetch.js';
 import { AnswerHeaders, sendError } from './answer-headers.js';
-import { saveSeqEvery } from './state-file.js';
+import { seqSaver } from './state-file.js';
 import { listenEdge } from './listener.js';
 import { askedHeaders } from './request-headers.js';
 
@@ -124,7 +124,9 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
   // Bytes kept from an earlier run stay only if their file is still current.
   cache.retain(state.files);
 
-  const saver = saveSeqEvery(1000, join(dir, 'edge-state.json'), origin, state);
+  const saveSeq = seqSaver(join(dir, 'edge-state.json'), origin, state);
+  saveSeq();
+  follower.onBeat(saveSeq);
 
   const links = new LinkChecker(secrets, nodeHmac);
   const publicCache = config.publicMaxAge !== undefined ? `public, max-age=${config.publicMaxAge}` : 'public, no-cache';
@@ -358,8 +360,8 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     reportUsage: () => usage.flush(),
     close() {
       closing ??= (async () => {
-        saver.stop();
         follower.stop();
+        saveSeq();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();

@@ -1,5 +1,8 @@
-import { describe, expect, it } from 'vitest';
-import { accessLine, isoTime } from '../../src/edge/access-log.js';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { AccessLog, accessLine, isoTime } from '../../src/edge/access-log.js';
 import type { Answered } from '../../src/edge/metrics.js';
 
 const base: Answered = {
@@ -34,6 +37,53 @@ describe('access log lines', () => {
       expect(line).toBe(reference(a));
       expect(line).not.toContain('\n');
       expect(JSON.parse(line)).toEqual(JSON.parse(reference(a)));
+    }
+  });
+});
+
+describe('access log writing', () => {
+  it('sets no timer while nothing is logged, and writes a batch 200 ms after its first line', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'coffer-access-log-'));
+    const path = join(dir, 'access.log');
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    try {
+      const log = AccessLog.open(path);
+      // An idle edge: nothing waits to wake it.
+      expect(vi.getTimerCount()).toBe(0);
+      log.answered(base);
+      log.answered({ ...base, status: 404 });
+      expect(vi.getTimerCount()).toBe(1);
+      vi.advanceTimersByTime(199);
+      expect(vi.getTimerCount()).toBe(1);
+      vi.advanceTimersByTime(1);
+      expect(vi.getTimerCount()).toBe(0);
+      vi.useRealTimers();
+      await expect.poll(async () => (await readFile(path, 'utf8').catch(() => '')).split('\n').length).toBe(3);
+      await log.close();
+      const lines = (await readFile(path, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { status: number });
+      expect(lines.map((l) => l.status)).toEqual([200, 404]);
+    } finally {
+      vi.useRealTimers();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('writes what is left when closed before the batch is due, and leaves no timer behind', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'coffer-access-log-'));
+    const path = join(dir, 'access.log');
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    try {
+      const log = AccessLog.open(path);
+      log.answered({ ...base, status: 206 });
+      expect(vi.getTimerCount()).toBe(1);
+      const closing = log.close();
+      expect(vi.getTimerCount()).toBe(0);
+      vi.useRealTimers();
+      await closing;
+      expect(JSON.parse((await readFile(path, 'utf8')).trim())).toMatchObject({ status: 206 });
+    } finally {
+      vi.useRealTimers();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

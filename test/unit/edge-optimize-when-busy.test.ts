@@ -7,12 +7,15 @@
 import { describe, expect, it } from 'vitest';
 import { BUSY_CPU_MICROS, OptimizeWhenBusy } from '../../src/start/edge-early.js';
 
-function edgeProcess(cpuPerCheck: number[]) {
+/** Checks `msPerCheck` apart (the edge's beat), the process having used each given CPU since the last. */
+function edgeProcess(cpuPerCheck: number[], msPerCheck = 1000) {
   let cpu = 1_000_000;
+  let now = 5_000;
   let enabled = 0;
-  const busy = new OptimizeWhenBusy(() => cpu, () => enabled++);
+  const busy = new OptimizeWhenBusy(() => cpu, () => enabled++, () => now);
   const seen = cpuPerCheck.map((used) => {
     cpu += used;
+    now += msPerCheck;
     return busy.check();
   });
   return { seen, enabled: () => enabled };
@@ -29,6 +32,16 @@ describe('the optimizing compiler at an edge', () => {
     const p = edgeProcess([5_000, 5_000, BUSY_CPU_MICROS - 1, BUSY_CPU_MICROS, 0, 900_000, 0]);
     expect(p.seen).toEqual([false, false, false, true, true, true, true]);
     expect(p.enabled()).toBe(1);
+  });
+
+  it('judges the share of a core, whatever the beat: a short beat is not idle for using less per check', () => {
+    // A lease of 1 s gives a 200 ms beat: 10 ms in 200 ms is 5% of a core, as busy as 50 ms in a second.
+    expect(edgeProcess([2_000, BUSY_CPU_MICROS / 5 - 1], 200).seen).toEqual([false, false]);
+    expect(edgeProcess([2_000, BUSY_CPU_MICROS / 5], 200).seen).toEqual([false, true]);
+    // A lease of 10 s gives a 2 s beat: 60 ms in it is 3% of a core, not busy.
+    expect(edgeProcess([60_000], 2000).enabled()).toBe(0);
+    // A check with no time gone by decides nothing.
+    expect(edgeProcess([900_000], 0).enabled()).toBe(0);
   });
 
   it('counts the CPU of each second alone: many calm seconds do not add up to a busy one', () => {

@@ -1,28 +1,50 @@
 /** `edge-state.json` (src/edge/state-file.ts): written when the applied sequence moves, never half-written. */
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { saveSeqEvery } from '../../src/edge/state-file.js';
+import { seqSaver } from '../../src/edge/state-file.js';
 
 let dir = '';
 afterEach(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-it('saves the origin and the last applied sequence as it moves, and stops when told', async () => {
+const read = async (path: string) => JSON.parse(await readFile(path, 'utf8').catch(() => 'null')) as unknown;
+
+it('saves the origin and the last applied sequence when it moved, and only then', async () => {
   dir = await mkdtemp(join(tmpdir(), 'coffer-edge-state-'));
   const path = join(dir, 'edge-state.json');
   const state = { seq: 7 };
-  const saver = saveSeqEvery(20, path, 'http://origin.test', state);
-  const read = async () => JSON.parse(await readFile(path, 'utf8').catch(() => 'null'));
-  await expect.poll(read).toEqual({ origin: 'http://origin.test', seq: 7 });
+  const save = seqSaver(path, 'http://origin.test', state);
+  expect(await read(path)).toBeNull();
+  save();
+  expect(await read(path)).toEqual({ origin: 'http://origin.test', seq: 7 });
   state.seq = 12;
-  await expect.poll(read).toEqual({ origin: 'http://origin.test', seq: 12 });
-  saver.stop();
+  save();
+  expect(await read(path)).toEqual({ origin: 'http://origin.test', seq: 12 });
+  // Unchanged: nothing is written (a file removed meanwhile stays removed).
+  await rm(path);
+  save();
+  expect(await read(path)).toBeNull();
   state.seq = 13;
-  await new Promise((r) => setTimeout(r, 100));
-  expect(await read()).toEqual({ origin: 'http://origin.test', seq: 12 });
+  save();
+  expect(await read(path)).toEqual({ origin: 'http://origin.test', seq: 13 });
   // Only the file itself is left: the temporary copy was renamed into place.
   expect(await readdir(dir)).toEqual(['edge-state.json']);
+});
+
+it('shrugs off a place it cannot write to, and saves once it can', async () => {
+  dir = await mkdtemp(join(tmpdir(), 'coffer-edge-state-'));
+  // A file where the directory should be: every write fails, for root too.
+  const parent = join(dir, 'data');
+  await writeFile(parent, 'not a directory');
+  const path = join(parent, 'edge-state.json');
+  const state = { seq: 3 };
+  const save = seqSaver(path, 'http://origin.test', state);
+  expect(() => save()).not.toThrow();
+  await rm(parent);
+  await mkdir(parent);
+  save();
+  expect(await read(path)).toEqual({ origin: 'http://origin.test', seq: 3 });
 });

@@ -3,7 +3,7 @@
  * applied, for operators (a starting edge takes the origin's snapshot instead). Written to a
  * temporary file and renamed, so a crash leaves the old version or the new one, never half.
  */
-import { renameSync, writeFileSync } from 'node:fs';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
 
 /**
  * A saver to call periodically (the edge's beat): it writes the file when the applied sequence
@@ -18,7 +18,10 @@ export function seqSaver(path: string, origin: string, state: { readonly seq: nu
     const seq = state.seq;
     const tmp = `${path}.tmp`;
     try {
-      writeFileSync(tmp, JSON.stringify({ origin, seq }) + '\n');
+      // A name left in place (a crash between the two calls, or planted as a symlink) is removed,
+      // and the new one made exclusively: the write never follows a link to another file.
+      rmSync(tmp, { force: true });
+      writeFileSync(tmp, JSON.stringify({ origin, seq }) + '\n', { flag: 'wx' });
       renameSync(tmp, path);
       saved = seq;
     } catch {

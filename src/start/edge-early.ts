@@ -18,6 +18,12 @@ if (process.argv[2] === 'edge') {
 /** CPU in one second above which an edge is busy: an idle one spends a few ms a second on its lease and feed. */
 export const BUSY_CPU_MICROS = 50_000;
 
+/**
+ * The shortest span judged: the beat is 20 ms at a lease of 100 ms or less, and over 20 ms the
+ * one acknowledgement an idle edge handles would count as busy. Shorter beats add up to it.
+ */
+export const MIN_WINDOW_MS = 200;
+
 /** Turns V8's optimizing compiler on, once, at the first check that finds the process busy. */
 export class OptimizeWhenBusy {
   private lastCpu: number;
@@ -41,14 +47,15 @@ export class OptimizeWhenBusy {
   /** Called periodically (about every second); true once the compiler is on. */
   check(): boolean {
     if (this.on) return true;
-    const cpu = this.cpuMicros();
     const at = this.nowMs();
-    const used = cpu - this.lastCpu;
     const elapsedMs = at - this.lastAt;
+    if (!(elapsedMs >= MIN_WINDOW_MS)) return false;
+    const cpu = this.cpuMicros();
+    const used = cpu - this.lastCpu;
     this.lastCpu = cpu;
     this.lastAt = at;
     // The share of a core, so a beat other than one second judges the same.
-    if (elapsedMs <= 0 || used * 1000 < BUSY_CPU_MICROS * elapsedMs) return false;
+    if (used * 1000 < BUSY_CPU_MICROS * elapsedMs) return false;
     this.enable();
     this.on = true;
     return true;

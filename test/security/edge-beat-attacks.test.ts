@@ -43,20 +43,6 @@ describe('the state file against a planted temporary name', () => {
     expect(JSON.parse(await readFile(path, 'utf8'))).toEqual({ origin: 'http://origin.test', seq: Number.MAX_SAFE_INTEGER });
     expect((await readdir(dir)).sort()).toEqual(['edge-state.json']);
   });
-
-  it('shrugs off its directory removed under it, and saves again once it is back', async () => {
-    dir = await mkdtemp(join(tmpdir(), 'coffer-edge-beat-'));
-    const data = join(dir, 'data');
-    const path = join(data, 'edge-state.json');
-    const state = { seq: 1 };
-    const save = seqSaver(path, 'http://origin.test', state);
-    await rm(data, { recursive: true, force: true });
-    state.seq = 2;
-    expect(() => save()).not.toThrow();
-    await import('node:fs/promises').then((fs) => fs.mkdir(data));
-    save();
-    expect(JSON.parse(await readFile(path, 'utf8'))).toMatchObject({ seq: 2 });
-  });
 });
 
 describe('the optimizing-compiler check on a short beat', () => {

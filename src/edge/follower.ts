@@ -50,6 +50,8 @@ export class FeedFollower {
   private readonly agent: http.Agent;
   private readonly timers: TimerHandle[] = [];
   private readonly beatListeners: Array<() => void> = [];
+  /** Ticks since the last beat. */
+  private ticks = 0;
   private readonly clock: Clock;
   private caughtUpResolve: (() => void) | null = null;
   readonly caughtUp: Promise<void>;
@@ -71,9 +73,9 @@ export class FeedFollower {
     const snapshot = await this.retry(() => this.getJson<Snapshot>('/_edge/snapshot'));
     this.opts.state.load(snapshot);
     this.connect();
-    // One timer for all of an edge's periodic work: on a virtual machine each wakeup of an
-    // idle process costs about as much CPU as the work it does (docs/edge.md, "Idle cost").
-    const timer = this.clock.setInterval(() => this.tick(), this.beatMs);
+    // One timer for all of an edge's periodic work (docs/edge.md, "The lease"): it ticks at the
+    // beat, or each second when the beat is longer; the lease's own work runs once a beat.
+    const timer = this.clock.setInterval(() => this.tick(), this.tickMs);
     timer.unref?.();
     this.timers.push(timer);
     await this.caughtUp;
@@ -84,13 +86,21 @@ export class FeedFollower {
     return Math.max(20, Math.floor(this.opts.leaseMs / 5));
   }
 
-  /** Runs `fn` at every beat, after the lease's own work, until the follower stops. */
+  /** The interval of the edge's timer: the beat, at most a second. */
+  get tickMs(): number {
+    return Math.min(this.beatMs, MAX_TICK_MS);
+  }
+
+  /** Runs `fn` at every tick (the beat, at most a second apart), after the lease's own work, until the follower stops. */
   onBeat(fn: () => void): void {
     this.beatListeners.push(fn);
   }
 
   private tick(): void {
-    this.beat();
+    if (++this.ticks >= Math.round(this.beatMs / this.tickMs)) {
+      this.ticks = 0;
+      this.beat();
+    }
     this.watch();
     for (const fn of this.beatListeners) {
       try {
@@ -359,6 +369,9 @@ export function settledSeqOf(data: string, applied: number): number {
 
 /** The longest a new file's fill waits for the origin's `settled` line (the origin holds new bytes as long). */
 export const SETTLE_WAIT_MS = 1000;
+
+/** The longest between two ticks of an edge's timer: its state file and compiler check want a second, whatever the lease. */
+export const MAX_TICK_MS = 1000;
 
 /** For this many leases after a change an edge renews at every beat. */
 export const BUSY_LEASES = 4;

@@ -126,6 +126,7 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
 
   const saveSeq = seqSaver(join(dir, 'edge-state.json'), origin, state);
   saveSeq();
+  await saveSeq.settled();
   follower.onBeat(saveSeq);
 
   const links = new LinkChecker(secrets, nodeHmac);
@@ -361,7 +362,10 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     close() {
       closing ??= (async () => {
         follower.stop();
+        // The last sequence applied, after any save under way with an older one.
+        await saveSeq.settled();
         saveSeq();
+        await saveSeq.settled();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();

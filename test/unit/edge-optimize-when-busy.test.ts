@@ -35,9 +35,11 @@ describe('the optimizing compiler at an edge', () => {
   });
 
   it('judges the share of a core, whatever the beat: a short beat is not idle for using less per check', () => {
-    // A lease of 1 s gives a 200 ms beat: 10 ms in 200 ms is 5% of a core, as busy as 50 ms in a second.
-    expect(edgeProcess([2_000, BUSY_CPU_MICROS / 5 - 1], 200).seen).toEqual([false, false]);
-    expect(edgeProcess([2_000, BUSY_CPU_MICROS / 5], 200).seen).toEqual([false, true]);
+    // A lease of 1 s gives a 200 ms beat: its checks add up to a second, so 10 ms in one 200 ms
+    // (an idle edge's garbage collection) is not busy, and 50 ms over the second is.
+    expect(edgeProcess([2_000, BUSY_CPU_MICROS / 5], 200).seen).toEqual([false, false]);
+    expect(edgeProcess([10_000, 10_000, 10_000, 10_000, 9_999], 200).enabled()).toBe(0);
+    expect(edgeProcess([10_000, 10_000, 10_000, 10_000, 10_000], 200).seen).toEqual([false, false, false, false, true]);
     // A lease of 10 s gives a 2 s beat: 60 ms in it is 3% of a core, not busy.
     expect(edgeProcess([60_000], 2000).enabled()).toBe(0);
     // A check with no time gone by decides nothing.

@@ -19,18 +19,39 @@ it('saves the origin and the last applied sequence when it moved, and only then'
   const save = seqSaver(path, 'http://origin.test', state);
   expect(await read(path)).toBeNull();
   save();
+  await save.settled();
   expect(await read(path)).toEqual({ origin: 'http://origin.test', seq: 7 });
   state.seq = 12;
   save();
+  await save.settled();
   expect(await read(path)).toEqual({ origin: 'http://origin.test', seq: 12 });
   // Unchanged: nothing is written (a file removed meanwhile stays removed).
   await rm(path);
   save();
+  await save.settled();
   expect(await read(path)).toBeNull();
   state.seq = 13;
   save();
+  await save.settled();
   expect(await read(path)).toEqual({ origin: 'http://origin.test', seq: 13 });
   // Only the file itself is left: the temporary copy was renamed into place.
+  expect(await readdir(dir)).toEqual(['edge-state.json']);
+});
+
+it('runs one save at a time, and the next call after it saves the newest sequence', async () => {
+  dir = await mkdtemp(join(tmpdir(), 'coffer-edge-state-'));
+  const path = join(dir, 'edge-state.json');
+  const state = { seq: 1 };
+  const save = seqSaver(path, 'http://origin.test', state);
+  save();
+  state.seq = 2;
+  // Under way with 1: this call starts nothing (no two writers on the temporary name).
+  save();
+  await save.settled();
+  expect(await read(path)).toEqual({ origin: 'http://origin.test', seq: 1 });
+  save();
+  await save.settled();
+  expect(await read(path)).toEqual({ origin: 'http://origin.test', seq: 2 });
   expect(await readdir(dir)).toEqual(['edge-state.json']);
 });
 
@@ -43,8 +64,10 @@ it('shrugs off a place it cannot write to, and saves once it can', async () => {
   const state = { seq: 3 };
   const save = seqSaver(path, 'http://origin.test', state);
   expect(() => save()).not.toThrow();
+  await save.settled();
   await rm(parent);
   await mkdir(parent);
   save();
+  await save.settled();
   expect(await read(path)).toEqual({ origin: 'http://origin.test', seq: 3 });
 });

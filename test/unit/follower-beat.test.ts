@@ -40,3 +40,17 @@ it('keeps the lease and the later listeners when a listener throws', async () =>
   expect(after).toBe(15);
   expect(rig.acks).toBeGreaterThan(acks + 3);
 });
+
+it('ticks each second under a long lease, and renews the lease at its own beat', async () => {
+  rig = await followerRig(10_000);
+  expect(rig.follower.beatMs).toBe(2000);
+  expect(rig.follower.tickMs).toBe(1000);
+  let ticks = 0;
+  rig.follower.onBeat(() => ticks++);
+  const acks = rig.acks;
+  await rig.pass(20_000, 50, () => expect(rig!.follower.serving()).toBe(true));
+  expect(ticks).toBe(20);
+  // An idle edge renews every second beat (4 s here): about five in 20 s, never one a tick.
+  expect(rig.acks - acks).toBeGreaterThanOrEqual(4);
+  expect(rig.acks - acks).toBeLessThanOrEqual(7);
+});

@@ -85,6 +85,9 @@ async function run(opts: Options, workDir: string, loadAvgStart: number | null):
   const bareNode = await bareNodeMemory(workDir, IDLE_MS);
   const floor = await measureFloor(f.edges, opts.floorRounds);
   log(`floor: every edge answered /healthz in ${fmt(floor.medianMs, 1)} ms (median)`);
+  // The same copies again with the fleet up and idle: what the cores copy while every edge keeps its lease.
+  const copyRateWithFleet = await measureCopyRate(opts.prewarmBytes, COPY_ROUNDS, workDir);
+  log(`copy rate with the fleet idling: ${fmt(copyRateWithFleet.fillBytesPerS / MiB, 0)} MiB/s as verified fills`);
   const everyone = [f.origin, ...f.edges.map((e) => e.child)];
   const fleetRounds = await prewarmRounds(f, f.edges, opts, opts.rounds, `${opts.edges}-edges`, checks);
   const phaseLimit = opts.phaseTimeoutMs + opts.count * 60_000;
@@ -106,6 +109,7 @@ async function run(opts: Options, workDir: string, loadAvgStart: number | null):
     idleCpuShare,
     floor,
     copyRate,
+    copyRateWithFleet,
     single,
     fleet: fleetRounds,
     delete: del,

@@ -9,6 +9,7 @@
 // how long the round takes (bench/README.md, "Where a 200-edge prewarm's CPU goes").
 //
 //   npx tsx bench/fleet/cost.ts --edges 20 [--tiers P] [--seconds 10] [--switches 200] [--fills 3]
+//   (--switches 0 or --fills 0 leaves that part out)
 
 import fs from "node:fs";
 import { performance } from "node:perf_hooks";
@@ -75,32 +76,42 @@ async function main(): Promise<void> {
     const idle = await measure(f, () => sleep(seconds * 1000));
     log(`idle: each edge ${fmt((idle.edgesMs / n / idle.wallMs) * 1000, 2)} ms CPU per s; origin ${fmt((idle.originMs / idle.wallMs) * 1000, 1)} ms per s`);
 
-    const small = await complete(f.api, await sendParts(f.api, randomBytes(4096), "switched.bin"));
-    await untilHit(f.edges, small.deliveryPath);
-    const flip = async (count: number) => {
-      for (let i = 0; i < count; i++) await f.api.post("/collections/file/update", { file_id: small.fileId, visibility: i % 2 === 0 ? "Private" : "Public" });
-    };
-    await flip(20);
-    const change = await measure(f, () => flip(switches));
-    log(`per switch (${switches} back to back, ${fmt(change.wallMs / switches, 1)} ms each): each edge ${fmt((change.edgesMs / n / switches) * 1000, 0)} µs; origin ${fmt(change.originMs / switches, 2)} ms`);
-
-    let fill: Spent = { originMs: 0, edgesMs: 0, wallMs: 0 };
-    for (let r = 0; r <= fills; r++) {
-      const pending = await sendParts(f.api, randomBytes(opts.prewarmBytes), `fill-${r}.bin`);
-      await sleep(300);
-      const spent = await measure(f, async () => untilHit(f.edges, (await complete(f.api, pending)).deliveryPath));
-      // The first round warms every edge's fill path up; it is not counted.
-      if (r > 0) fill = { originMs: fill.originMs + spent.originMs, edgesMs: fill.edgesMs + spent.edgesMs, wallMs: fill.wallMs + spent.wallMs };
-      await f.api.post("/collections/file/delete", { file_id: pending.fileId });
-    }
-    const mib = opts.prewarmBytes / 2 ** 20;
-    log(`per fill of ${fmt(mib, 0)} MiB (${fills} rounds, ${fmt(fill.wallMs / fills / 1000, 2)} s each until every edge's HIT): ` +
-      `each edge ${fmt(fill.edgesMs / n / fills, 1)} ms; origin ${fmt(fill.originMs / fills / n, 1)} ms per edge filled`);
-    log(`of each edge's fill, its idle rate times the round: ${fmt((idle.edgesMs / n / idle.wallMs) * (fill.wallMs / fills), 1)} ms`);
+    if (switches > 0) await perChange(f, switches);
+    if (fills > 0) await perFill(f, opts.prewarmBytes, fills, idle.edgesMs / n / idle.wallMs);
   } finally {
     await stopAll(started);
     releaseWatchdog();
   }
+}
+
+async function perChange(f: Fleet, switches: number): Promise<void> {
+  const n = f.edges.length;
+  const small = await complete(f.api, await sendParts(f.api, randomBytes(4096), "switched.bin"));
+  await untilHit(f.edges, small.deliveryPath);
+  const flip = async (count: number) => {
+    for (let i = 0; i < count; i++) await f.api.post("/collections/file/update", { file_id: small.fileId, visibility: i % 2 === 0 ? "Private" : "Public" });
+  };
+  await flip(20);
+  const change = await measure(f, () => flip(switches));
+  log(`per switch (${switches} back to back, ${fmt(change.wallMs / switches, 1)} ms each): each edge ${fmt((change.edgesMs / n / switches) * 1000, 0)} µs; origin ${fmt(change.originMs / switches, 2)} ms`);
+}
+
+/** `idleRate`: each edge's idle CPU, ms per ms, to set beside its fill. */
+async function perFill(f: Fleet, bytes: number, fills: number, idleRate: number): Promise<void> {
+  const n = f.edges.length;
+  let fill: Spent = { originMs: 0, edgesMs: 0, wallMs: 0 };
+  for (let r = 0; r <= fills; r++) {
+    const pending = await sendParts(f.api, randomBytes(bytes), `fill-${r}.bin`);
+    await sleep(300);
+    const spent = await measure(f, async () => untilHit(f.edges, (await complete(f.api, pending)).deliveryPath));
+    // The first round warms every edge's fill path up; it is not counted.
+    if (r > 0) fill = { originMs: fill.originMs + spent.originMs, edgesMs: fill.edgesMs + spent.edgesMs, wallMs: fill.wallMs + spent.wallMs };
+    await f.api.post("/collections/file/delete", { file_id: pending.fileId });
+  }
+  const mib = bytes / 2 ** 20;
+  log(`per fill of ${fmt(mib, 0)} MiB (${fills} rounds, ${fmt(fill.wallMs / fills / 1000, 2)} s each until every edge's HIT): ` +
+    `each edge ${fmt(fill.edgesMs / n / fills, 1)} ms; origin ${fmt(fill.originMs / fills / n, 1)} ms per edge filled`);
+  log(`of each edge's fill, its idle rate times the round: ${fmt(idleRate * (fill.wallMs / fills), 1)} ms`);
 }
 
 main().then(() => process.exit(0), (err: unknown) => {

@@ -92,7 +92,7 @@ export const SETTINGS = [
   ['COFFER_EDGE_CACHE_BYTES', "an edge's cache bound"],
   ['COFFER_EDGE_PARENTS', 'comma-separated parent edges an edge fills from before the origin, first first, e.g. http://10.0.1.5:8081,http://10.0.2.5:8081 (default: none; at most 8)'],
   ['COFFER_EDGE_NAME', "an edge's name or region shown to operators, e.g. eu-west-1a (default: the host name)"],
-  ['COFFER_EDGE_LEASE_MS', 'how long an edge serves from cache without hearing from the origin (default 5000)'],
+  ['COFFER_EDGE_LEASE_MS', 'how long an edge serves from cache without hearing from the origin (default 5000, at least 100)'],
   ['COFFER_PUBLIC_MAX_AGE', 'seconds of browser caching for Public answers'],
   ['COFFER_UPLOAD_TTL', 'seconds an open upload may stay open (default 86400)'],
   ['COFFER_SESSION_TTL', 'seconds a Playground session lasts after sign-in (default 43200)'],
@@ -126,6 +126,12 @@ export const DEFAULT_VARIANT_PER_CLIENT = 6;
 export const DEFAULT_VARIANT_QUEUE_MS = 10_000;
 /** Above the widths a responsive page asks for (Next.js lists 16) in the formats browsers take. */
 export const DEFAULT_VARIANT_PER_SOURCE = 24;
+
+/**
+ * The shortest lease accepted: an edge's beat (a fifth of the lease, at least 20 ms) must fit in
+ * it five times, or the edge drops its own feed between two beats (docs/edge.md, "The lease").
+ */
+export const MIN_EDGE_LEASE_MS = 100;
 
 function integer(name: string, raw: string | undefined, fallback: number, min = 0): number {
   if (raw === undefined || raw === '') return fallback;
@@ -227,7 +233,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     edgeCacheBytes: optionalInteger('COFFER_EDGE_CACHE_BYTES', get('COFFER_EDGE_CACHE_BYTES')),
     edgeParents: edgeParents(get('COFFER_EDGE_PARENTS')),
     edgeName: edgeName(get('COFFER_EDGE_NAME')),
-    edgeLeaseMs: integer('COFFER_EDGE_LEASE_MS', get('COFFER_EDGE_LEASE_MS'), 5000, 1),
+    edgeLeaseMs: integer('COFFER_EDGE_LEASE_MS', get('COFFER_EDGE_LEASE_MS'), 5000, MIN_EDGE_LEASE_MS),
     publicMaxAge: optionalInteger('COFFER_PUBLIC_MAX_AGE', get('COFFER_PUBLIC_MAX_AGE')),
     uploadTtl: integer('COFFER_UPLOAD_TTL', get('COFFER_UPLOAD_TTL'), 86_400, 1),
     sessionTtl: integer('COFFER_SESSION_TTL', get('COFFER_SESSION_TTL'), 43_200, 1),

@@ -7,13 +7,24 @@ import http from 'node:http';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, MAX_EDGE_NAME, MAX_EDGE_PARENTS, edgeName, edgeParents, loadConfig } from '../../src/config/config.js';
+import { ConfigError, MAX_EDGE_NAME, MAX_EDGE_PARENTS, MIN_EDGE_LEASE_MS, edgeName, edgeParents, loadConfig } from '../../src/config/config.js';
 import { edgeTokenMatches, viaOf } from '../../src/edge/tier-route.js';
 import { UsageMeter } from '../../src/edge/usage.js';
 import { StatusReport } from '../../src/edge/status.js';
 import { FillCounts } from '../../src/edge/sources.js';
 import { originClient } from '../../src/edge/origin-client.js';
 import type { Answered } from '../../src/edge/metrics.js';
+
+describe('COFFER_EDGE_LEASE_MS', () => {
+  it('is 5000 by default and at least 100: a shorter lease than five beats of 20 ms is refused, saying so', () => {
+    expect(loadConfig({}).edgeLeaseMs).toBe(5000);
+    expect(loadConfig({ COFFER_EDGE_LEASE_MS: String(MIN_EDGE_LEASE_MS) }).edgeLeaseMs).toBe(100);
+    for (const bad of ['1', '20', '99', '0']) {
+      expect(() => loadConfig({ COFFER_EDGE_LEASE_MS: bad })).toThrow(ConfigError);
+      expect(() => loadConfig({ COFFER_EDGE_LEASE_MS: bad })).toThrow('COFFER_EDGE_LEASE_MS must be a whole number of at least 100.');
+    }
+  });
+});
 
 describe('COFFER_EDGE_PARENTS', () => {
   it('is empty when unset, and keeps the order given, without trailing slashes', () => {

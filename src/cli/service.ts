@@ -61,7 +61,7 @@ const startEdge: typeof StartEdge = async (...args) => (await import('../edge/se
 /** An edge in a process of its own: loaded and started with the memory settings of start/edge-early.ts. */
 const startEdgeProcess: typeof StartEdge = async (...args) => {
   const edge = await startEdge(...args);
-  settleEdge((fn) => edge.follower.onBeat(fn));
+  settleEdge((fn) => edge.follower.onTick(fn));
   return edge;
 };
 

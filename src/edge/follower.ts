@@ -48,8 +48,8 @@ export class FeedFollower {
   private afterSettles: Array<{ seq: number; run(): void }> = [];
   private stopped = false;
   private readonly agent: http.Agent;
-  private readonly timers: TimerHandle[] = [];
-  private readonly beatListeners: Array<() => void> = [];
+  private timer: TimerHandle | null = null;
+  private readonly tickListeners: Array<() => void> = [];
   /** Ticks since the last beat. */
   private ticks = 0;
   private readonly clock: Clock;
@@ -75,9 +75,9 @@ export class FeedFollower {
     this.connect();
     // One timer for all of an edge's periodic work (docs/edge.md, "The lease"): it ticks at the
     // beat, or each second when the beat is longer; the lease's own work runs once a beat.
-    const timer = this.clock.setInterval(() => this.tick(), this.tickMs);
-    timer.unref?.();
-    this.timers.push(timer);
+    const ticksPerBeat = Math.round(this.beatMs / this.tickMs);
+    this.timer = this.clock.setInterval(() => this.tick(ticksPerBeat), this.tickMs);
+    this.timer.unref?.();
     await this.caughtUp;
   }
 
@@ -92,17 +92,17 @@ export class FeedFollower {
   }
 
   /** Runs `fn` at every tick (the beat, at most a second apart), after the lease's own work, until the follower stops. */
-  onBeat(fn: () => void): void {
-    this.beatListeners.push(fn);
+  onTick(fn: () => void): void {
+    this.tickListeners.push(fn);
   }
 
-  private tick(): void {
-    if (++this.ticks >= Math.round(this.beatMs / this.tickMs)) {
+  private tick(ticksPerBeat: number): void {
+    if (++this.ticks >= ticksPerBeat) {
       this.ticks = 0;
       this.beat();
     }
     this.watch();
-    for (const fn of this.beatListeners) {
+    for (const fn of this.tickListeners) {
       try {
         fn();
       } catch (err) {
@@ -113,7 +113,7 @@ export class FeedFollower {
 
   stop(): void {
     this.stopped = true;
-    for (const t of this.timers) this.clock.clearInterval(t);
+    this.clock.clearInterval(this.timer ?? undefined);
     this.request?.destroy();
     this.agent.destroy();
   }

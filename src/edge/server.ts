@@ -125,9 +125,8 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
   cache.retain(state.files);
 
   const saveSeq = seqSaver(join(dir, 'edge-state.json'), origin, state);
-  saveSeq();
-  await saveSeq.settled();
-  follower.onBeat(saveSeq);
+  await saveSeq.flush();
+  follower.onTick(saveSeq);
 
   const links = new LinkChecker(secrets, nodeHmac);
   const publicCache = config.publicMaxAge !== undefined ? `public, max-age=${config.publicMaxAge}` : 'public, no-cache';
@@ -362,10 +361,7 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     close() {
       closing ??= (async () => {
         follower.stop();
-        // The last sequence applied, after any save under way with an older one.
-        await saveSeq.settled();
-        saveSeq();
-        await saveSeq.settled();
+        await saveSeq.flush();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();

@@ -10,6 +10,8 @@ export interface SeqSaver {
   (): void;
   /** Resolves once the save under way, if any, is done. */
   settled(): Promise<void>;
+  /** Saves the newest sequence, after any save under way with an older one (start and close). */
+  flush(): Promise<void>;
 }
 
 /**
@@ -40,6 +42,11 @@ export function seqSaver(path: string, origin: string, state: { readonly seq: nu
   }) as SeqSaver;
   saver.settled = async () => {
     await saving;
+  };
+  saver.flush = async () => {
+    await saver.settled();
+    saver();
+    await saver.settled();
   };
   return saver;
 }

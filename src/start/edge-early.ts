@@ -67,11 +67,11 @@ export class OptimizeWhenBusy {
  * Once an edge listens: one compaction and V8's young generation defaults (memory.ts), and the
  * optimizing compiler off until the edge is busy. A busy edge's hot path is optimized within
  * a beat of the load arriving; an idle or nearly idle one never maps the compiler in. The check
- * rides the edge's beat (`onBeat`) rather than a timer of its own: one wakeup less a second.
+ * rides the edge's tick (`onTick`) rather than a timer of its own: one wakeup less a second.
  */
-export function settleEdge(onBeat: (fn: () => void) => void): void {
+export function settleEdge(onTick: (fn: () => void) => void): void {
   settleEdgeAfterStart();
   setV8Flag('--no-turbofan');
   const busy = new OptimizeWhenBusy();
-  onBeat(() => void busy.check());
+  onTick(() => void busy.check());
 }

@@ -97,10 +97,10 @@ describe('the optimizing-compiler check on a short beat', () => {
 describe('the beat with hostile listeners', () => {
   it('drops a silent stream within a lease and a beat while a listener throws and another is slow', async () => {
     rig = await followerRig(1000);
-    rig.follower.onBeat(() => {
+    rig.follower.onTick(() => {
       throw new Error('a listener that fails');
     });
-    rig.follower.onBeat(() => {
+    rig.follower.onTick(() => {
       const until = Date.now() + 20;
       while (Date.now() < until) { /* a slow, synchronous listener */ }
     });
@@ -125,7 +125,7 @@ describe('the beat with hostile listeners', () => {
   it('sets no beat after stop, even when stopped just as one is due', async () => {
     rig = await followerRig(1000);
     let beats = 0;
-    rig.follower.onBeat(() => beats++);
+    rig.follower.onTick(() => beats++);
     // Move to 1 ms before a beat, stop, then pass several beats.
     await rig.until(() => beats > 0);
     await rig.pass(rig.follower.beatMs - 1, 1);

@@ -1,6 +1,6 @@
 /**
  * An edge's periodic work rides one timer, the follower's beat (a fifth of the lease): the
- * lease's renewals, the silent-stream watch, and whatever registers with `onBeat` (the state
+ * lease's renewals, the silent-stream watch, and whatever registers with `onTick` (the state
  * file, the optimizing-compiler check). A listener that throws costs neither the lease nor the
  * listeners after it.
  */
@@ -17,8 +17,8 @@ it('runs every listener once a beat, in order, and none after the follower stops
   rig = await followerRig(1000);
   expect(rig.follower.beatMs).toBe(200);
   const calls: string[] = [];
-  rig.follower.onBeat(() => calls.push('a'));
-  rig.follower.onBeat(() => calls.push('b'));
+  rig.follower.onTick(() => calls.push('a'));
+  rig.follower.onTick(() => calls.push('b'));
   await rig.pass(1000, 10);
   expect(calls.length).toBe(10);
   expect(calls.join('')).toBe('ababababab');
@@ -30,10 +30,10 @@ it('runs every listener once a beat, in order, and none after the follower stops
 it('keeps the lease and the later listeners when a listener throws', async () => {
   rig = await followerRig(1000);
   let after = 0;
-  rig.follower.onBeat(() => {
+  rig.follower.onTick(() => {
     throw new Error('a listener that fails');
   });
-  rig.follower.onBeat(() => after++);
+  rig.follower.onTick(() => after++);
   const acks = rig.acks;
   // Three leases: without renewals at the beat the lease would run out.
   await rig.pass(3000, 10, () => expect(rig!.follower.serving()).toBe(true));
@@ -46,7 +46,7 @@ it('ticks each second under a long lease, and renews the lease at its own beat',
   expect(rig.follower.beatMs).toBe(2000);
   expect(rig.follower.tickMs).toBe(1000);
   let ticks = 0;
-  rig.follower.onBeat(() => ticks++);
+  rig.follower.onTick(() => ticks++);
   const acks = rig.acks;
   await rig.pass(20_000, 50, () => expect(rig!.follower.serving()).toBe(true));
   expect(ticks).toBe(20);

@@ -73,6 +73,7 @@ export const ERROR_CODES = {
   folder_too_deep: { status: 409, message: 'Folders are nested too deep.' },
   offset_mismatch: { status: 409, message: 'The upload is at another offset (ask with HEAD).' },
   edge_version_mismatch: { status: 409, message: 'This edge knows another version of the file.' },
+  edge_feed_elsewhere: { status: 409, message: "This origin has no feed stream of this edge: acknowledge with POST /_edge/ack, or open the feed here first." },
   upload_busy: { status: 409, message: 'Another request is writing this upload; wait for it to end, then ask for the offset again with HEAD.' },
   upload_expired: { status: 410, message: 'This upload expired (see Upload-Expires) and is being removed; start a new upload.' },
   unsupported_tus_version: { status: 412, message: 'This server speaks another version of tus.' },

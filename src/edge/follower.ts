@@ -9,6 +9,7 @@
 import type http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
+import { AckSender, type LeaseAnswer } from './ack-sender.js';
 import type { OriginClient } from './origin-client.js';
 import type { EdgeState, FeedEvent, Snapshot } from './state.js';
 
@@ -34,15 +35,10 @@ export class FeedFollower {
   }
   private request: http.ClientRequest | null = null;
   private lastData = 0;
-  private ackInFlight = false;
-  private ackAgain = false;
-  /** Acknowledgements sent so far; work waiting in `afterAck` runs once a later one is answered. */
-  private acksSent = 0;
-  /** The sequence the last acknowledgement sent carried. */
-  private ackedSeq = -1;
+  /** How acknowledgements travel: streamed, or one request each (ack-sender.ts). */
+  private readonly acks: AckSender;
   /** When the edge last applied a change (monotonic): fills and requests follow, so it renews every beat. */
   private changedAt = -Infinity;
-  private afterAcks: Array<{ after: number; run(): void }> = [];
   /** The newest sequence the origin said every live edge has (its `settled` lines). */
   private settledSeq = 0;
   private afterSettles: Array<{ seq: number; run(): void }> = [];
@@ -59,6 +55,12 @@ export class FeedFollower {
   constructor(private readonly opts: FollowerOptions) {
     this.clock = opts.clock ?? systemClock;
     this.agent = opts.origin.agent({ keepAlive: true, maxSockets: 4 });
+    this.acks = new AckSender({
+      origin: opts.origin, token: opts.token, edgeId: this.edgeId, leaseMs: opts.leaseMs, clock: this.clock, agent: this.agent,
+      seq: () => this.opts.state.seq,
+      epoch: () => this.epoch,
+      answered: (answer, sentAt, epoch) => this.answered(answer, sentAt, epoch),
+    });
     this.caughtUp = new Promise((resolve) => {
       this.caughtUpResolve = resolve;
     });
@@ -114,26 +116,14 @@ export class FeedFollower {
   stop(): void {
     this.stopped = true;
     this.clock.clearInterval(this.timer ?? undefined);
+    this.acks.stop();
     this.request?.destroy();
     this.agent.destroy();
   }
 
-  /**
-   * Runs `fn` once the origin has answered an acknowledgement sent after this call, or after
-   * `maxMs`: what the edge does for an event (a prefetch) never delays the acknowledgement a
-   * completion waits for.
-   */
+  /** Runs `fn` once an acknowledgement sent after this call is through, or after `maxMs` (ack-sender.ts). */
   afterAck(fn: () => void, maxMs = 250): void {
-    let ran = false;
-    const run = () => {
-      if (ran) return;
-      ran = true;
-      this.clock.clearTimeout(timer);
-      fn();
-    };
-    const timer = this.clock.setTimeout(run, maxMs);
-    timer.unref?.();
-    this.afterAcks.push({ after: this.acksSent, run });
+    this.acks.afterAck(fn, maxMs);
   }
 
   /**
@@ -229,7 +219,7 @@ export class FeedFollower {
           buffer = buffer.slice(end + 2);
           applied = this.handle(block) || applied;
         }
-        if (applied) this.sendAck();
+        if (applied) this.sendAck(this.leaseLow());
       });
     });
     req.on('error', () => {});
@@ -238,6 +228,7 @@ export class FeedFollower {
       // Whatever ended the stream (an origin restart among others), trust nothing cached until caught up again.
       this.leaseUntil = 0;
       this.epoch++;
+      this.acks.reset();
       if (!this.stopped) this.clock.setTimeout(() => this.connect(), 100).unref?.();
     });
     this.request = req;
@@ -256,6 +247,11 @@ export class FeedFollower {
         this.opts.state.apply(JSON.parse(data) as FeedEvent);
         this.changedAt = this.clock.monotonic();
         return true;
+      }
+      if (event === 'lease') {
+        // Unreadable, it answers nothing: the renewal goes unanswered and is asked again by request.
+        this.acks.answer(parseOrNull(data));
+        return false;
       }
       if (event === 'settled') {
         this.settle(settledSeqOf(data, this.opts.state.seq));
@@ -288,66 +284,28 @@ export class FeedFollower {
   private beat(): void {
     const now = this.clock.monotonic();
     const busy = now - this.changedAt < this.opts.leaseMs * BUSY_LEASES;
-    if (busy || needsRenewal(now, this.leaseUntil, this.opts.leaseMs, this.ackedSeq, this.opts.state.seq)) this.sendAck();
+    if (busy || needsRenewal(now, this.leaseUntil, this.opts.leaseMs, this.acks.ackedSeq, this.opts.state.seq)) this.sendAck(true);
   }
 
-  private sendAck(): void {
-    if (this.stopped) return;
-    if (this.ackInFlight) {
-      this.ackAgain = true;
-      return;
+  /** Whether less than RENEW_AT of a lease is left: an acknowledgement then asks for a renewal. */
+  private leaseLow(): boolean {
+    return this.leaseUntil - this.clock.monotonic() <= this.opts.leaseMs * RENEW_AT;
+  }
+
+  private sendAck(renew = true): void {
+    if (!this.stopped) this.acks.send(renew);
+  }
+
+  /** The origin's answer to an acknowledgement sent at `sentAt` while feed stream `epoch` was open. */
+  private answered(answer: LeaseAnswer, sentAt: number, epoch: number): void {
+    if (typeof answer.head === 'number' && answer.head > this.head) this.head = answer.head;
+    // The origin bounds the lease by how long it has known of events this edge lacks.
+    const granted = typeof answer.lease_ms === 'number' ? Math.min(answer.lease_ms, this.opts.leaseMs) : this.opts.leaseMs;
+    if (answer.lease === true && granted > 0 && epoch === this.epoch) {
+      this.leaseUntil = Math.max(this.leaseUntil, sentAt + granted);
+      this.caughtUpResolve?.();
+      this.caughtUpResolve = null;
     }
-    this.ackInFlight = true;
-    this.ackAgain = false;
-    const number = ++this.acksSent;
-    const sentAt = this.clock.monotonic();
-    const epoch = this.epoch;
-    const seq = this.opts.state.seq;
-    this.ackedSeq = seq;
-    const body = JSON.stringify({ edge: this.edgeId, seq });
-    let finished = false;
-    const finish = () => {
-      if (finished) return;
-      finished = true;
-      this.ackInFlight = false;
-      if (this.ackAgain) this.sendAck();
-      const due = this.afterAcks.filter((a) => a.after < number);
-      if (due.length > 0) {
-        this.afterAcks = this.afterAcks.filter((a) => a.after >= number);
-        for (const a of due) a.run();
-      }
-    };
-    const req = this.opts.origin.request('/_edge/ack', {
-      method: 'POST',
-      agent: this.agent,
-      timeout: Math.max(100, Math.floor(this.opts.leaseMs / 2)),
-      headers: { ...this.headers(), 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        try {
-          if (res.statusCode === 200) {
-            const answer = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { lease?: unknown; lease_ms?: unknown; head?: unknown };
-            if (typeof answer.head === 'number' && answer.head > this.head) this.head = answer.head;
-            // The origin bounds the lease by how long it has known of events this edge lacks.
-            const granted = typeof answer.lease_ms === 'number' ? Math.min(answer.lease_ms, this.opts.leaseMs) : this.opts.leaseMs;
-            if (answer.lease === true && granted > 0 && epoch === this.epoch) {
-              this.leaseUntil = Math.max(this.leaseUntil, sentAt + granted);
-              this.caughtUpResolve?.();
-              this.caughtUpResolve = null;
-            }
-          }
-        } catch {
-          // A garbled answer grants nothing.
-        }
-        finish();
-      });
-      res.on('error', finish);
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', finish);
-    req.end(body);
   }
 }
 
@@ -365,6 +323,14 @@ export function settledSeqOf(data: string, applied: number): number {
     return 0;
   }
   return typeof seq === 'number' && Number.isSafeInteger(seq) && seq > 0 ? Math.min(seq, applied) : 0;
+}
+
+function parseOrNull(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return null;
+  }
 }
 
 /** The longest a new file's fill waits for the origin's `settled` line (the origin holds new bytes as long). */

@@ -53,9 +53,10 @@
  * through the clock given, so tests can move it.
  */
 import { randomBytes } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
 import type { MetadataStore } from '../core/ports.js';
+import { AckTurns, readAckStream, type StreamedAck } from './ack-stream.js';
 import { pollingOnly, type EventWake, type WakeReason } from './event-wake.js';
 import { EdgeFleet } from './fleet.js';
 import { EventHead } from './head.js';
@@ -106,6 +107,10 @@ export class EdgeHub {
   private readonly leases: EdgeLeases;
   private readonly poller: Poller;
   private readonly heartbeat: TimerHandle;
+  /** Edges' acknowledgement streams open here, dropped at shutdown. */
+  private readonly ackStreams = new Set<ServerResponse>();
+  /** Streamed acknowledgements, taken one at a time per edge. */
+  private readonly ackTurns: AckTurns;
   private closed = false;
 
   constructor(private readonly meta: FeedStore, opts: EdgeHubOptions, private readonly clock: Clock = systemClock) {
@@ -136,6 +141,7 @@ export class EdgeHub {
       wanted: () => this.streams.size > 0 || this.wait.waiting > 0 || this.leases.hearing(),
       poll: () => this.poll(),
     });
+    this.ackTurns = new AckTurns((edgeId, seq) => this.leases.ack(edgeId, seq), (edgeId, n, answer) => this.streams.answer(edgeId, n, answer));
     this.fleet = new EdgeFleet({ meta, clock, originId: this.originId, head: () => this.head.seq, onError });
     // Heartbeats keep edges' watchdogs quiet and carry the head.
     this.heartbeat = clock.setInterval(() => void this.tick(), Math.max(50, Math.floor(this.leaseMs / 4)));
@@ -190,6 +196,30 @@ export class EdgeHub {
     return this.leases.ack(edgeId, seq);
   }
 
+  /** Whether an edge follows its feed on this origin (its streamed acknowledgements are answered there). */
+  hasStream(edgeId: string): boolean {
+    return this.streams.has(edgeId);
+  }
+
+  /**
+   * Takes an edge's stream of acknowledgements (ack-stream.ts): each is recorded as `ack` records
+   * one, and one that asks to renew is answered on the edge's feed stream.
+   */
+  takeAcks(edgeId: string, req: IncomingMessage, res: ServerResponse): void {
+    if (this.closed) {
+      res.destroy();
+      return;
+    }
+    this.ackStreams.add(res);
+    res.on('close', () => this.ackStreams.delete(res));
+    readAckStream(req, res, (ack) => this.takeAck(edgeId, ack), Math.max(30_000, 3 * this.leaseMs));
+  }
+
+  /** One streamed acknowledgement: recorded as `ack` records one; a renewal is answered on the feed. */
+  takeAck(edgeId: string, ack: StreamedAck): void {
+    this.ackTurns.push(edgeId, ack);
+  }
+
   private onWake(reason: WakeReason): void {
     if (this.closed) return;
     if (reason === 'events') {
@@ -223,6 +253,8 @@ export class EdgeHub {
   /** Ends the edges' streams, so a shutdown is not held open by them; waiters still wait. */
   endStreams(): void {
     this.streams.end();
+    for (const res of this.ackStreams) res.destroy();
+    this.ackStreams.clear();
   }
 
   async close(): Promise<void> {
@@ -231,7 +263,7 @@ export class EdgeHub {
     this.poller.close();
     this.leases.close();
     this.wait.close();
-    this.streams.end();
+    this.endStreams();
     await this.wake.close();
   }
 }

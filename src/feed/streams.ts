@@ -50,6 +50,8 @@ interface Batch {
 
 export class FeedStreams {
   private readonly streams = new Set<Stream>();
+  /** The same streams by edge (an edge reconnecting may briefly have two). */
+  private readonly byEdge = new Map<string, Set<Stream>>();
   /** Reads under way, by the sequence they read after and the head when they began. */
   private readonly reads = new Map<string, Promise<Batch>>();
   /**
@@ -68,8 +70,7 @@ export class FeedStreams {
 
   /** Whether an edge has a stream open here. */
   has(edgeId: string): boolean {
-    for (const s of this.streams) if (s.edgeId === edgeId) return true;
-    return false;
+    return this.byEdge.has(edgeId);
   }
 
   /** Streams events after `after` to an edge, then every new one. */
@@ -83,8 +84,32 @@ export class FeedStreams {
     res.socket?.setNoDelay(true);
     const stream: Stream = { edgeId, res, sent: after, pumping: false, again: false, wroteAt: this.o.clock.monotonic() };
     this.streams.add(stream);
-    res.on('close', () => this.streams.delete(stream));
+    let own = this.byEdge.get(edgeId);
+    if (!own) this.byEdge.set(edgeId, (own = new Set()));
+    own.add(stream);
+    res.on('close', () => {
+      this.streams.delete(stream);
+      own.delete(stream);
+      if (own.size === 0 && this.byEdge.get(edgeId) === own) this.byEdge.delete(edgeId);
+    });
     void this.pump(stream);
+  }
+
+  /**
+   * Answers an edge's streamed acknowledgement `n` on its feed (ack-stream.ts): it also keeps
+   * the stream from going silent, so no ping is due after it. A full stream is skipped: the
+   * edge, hearing nothing, asks again with a request of its own.
+   */
+  answer(edgeId: string, n: number, answer: object): void {
+    const own = this.byEdge.get(edgeId);
+    if (!own) return;
+    const text = `event: lease\ndata: ${JSON.stringify({ n, ...answer })}\n\n`;
+    const now = this.o.clock.monotonic();
+    for (const s of own) {
+      if (s.res.destroyed || s.res.writableNeedDrain) continue;
+      s.res.write(text);
+      s.wroteAt = now;
+    }
   }
 
   /** Sends what is new to every stream (all of them, or only those behind the head). */
@@ -153,6 +178,7 @@ export class FeedStreams {
   end(): void {
     for (const s of this.streams) s.res.end();
     this.streams.clear();
+    this.byEdge.clear();
   }
 
   private async pump(s: Stream): Promise<void> {

@@ -56,7 +56,10 @@ export function installRequestTimeouts(app: FastifyInstance, t: RequestTimeouts)
   app.addHook('preHandler', async (request) => {
     request.raw.socket?.setTimeout(0);
   });
-  app.addHook('onSend', async (request) => {
+  app.addHook('onSend', async (request, reply) => {
     request.raw.socket?.setTimeout(t.idleTimeoutMs);
+    // An answer given before the body is in (a refusal) ends the connection: a client still
+    // sending would otherwise keep it, and the origin's shutdown, open.
+    if (!request.raw.complete) reply.header('connection', 'close');
   });
 }

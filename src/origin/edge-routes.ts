@@ -5,7 +5,7 @@
  * origin's authentication checks (src/origin/auth/). HTTP only: the feed (src/feed/) decides.
  */
 import type { FastifyInstance } from 'fastify';
-import { errors } from '../core/errors.js';
+import { errors, fail } from '../core/errors.js';
 import type { CofferService } from '../service/service.js';
 import type { EdgeHub } from '../feed/hub.js';
 import type { EdgeRecords } from '../feed/records.js';
@@ -44,6 +44,20 @@ function edgeRoutes(app: FastifyInstance, service: CofferService, { hub, records
       throw errors.invalidRequest('ack needs {"edge": id, "seq": n}.');
     }
     return await hub.ack(body.edge, body.seq);
+  });
+
+  // The same acknowledgements as JSON lines on one long request, renewals answered on the feed
+  // (src/feed/ack-stream.ts). The body is read as it comes, never gathered.
+  app.addContentTypeParser('application/x-ndjson', (_request, _payload, done) => done(null));
+  app.post('/_edge/acks', { schema: hidden, config: edge }, (request, reply) => {
+    const id = (request.query as Record<string, string | undefined>).edge ?? '';
+    if (!ID.test(id)) throw errors.invalidRequest('acks needs ?edge=<id>.');
+    if (request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() !== 'application/x-ndjson') {
+      throw fail('unsupported_media_type', 'Send acknowledgements as "Content-Type: application/x-ndjson".');
+    }
+    if (!hub.hasStream(id)) throw fail('edge_feed_elsewhere');
+    reply.hijack();
+    hub.takeAcks(id, request.raw, reply.raw);
   });
 
   // What an edge served since its last report, summed per file: counted by the origin per day.

@@ -103,6 +103,7 @@ export const S3_ERROR_FOR: Record<ErrorCode, Mapper> = {
   offset_mismatch: operationAborted,
   upload_busy: operationAborted,
   edge_version_mismatch: internal,
+  edge_feed_elsewhere: internal,
   upload_expired: internal,
   unsupported_tus_version: internal,
   payload_too_large: entityTooLarge,

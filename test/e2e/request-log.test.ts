@@ -61,9 +61,9 @@ describe('the origin\'s request log', () => {
     const fleet = await fleetTraffic('debug');
     running.push(fleet);
     const { o } = fleet;
-    await waitFor(() => requestLines(o).some((l) => l.url === '/_edge/ack'), { timeoutMs: 10_000 });
+    await waitFor(() => requestLines(o).some((l) => l.url === '/_edge/snapshot'), { timeoutMs: 10_000 });
     const lines = requestLines(o);
-    for (const url of ['/_edge/ack', '/metrics']) {
+    for (const url of ['/_edge/snapshot', '/metrics']) {
       expect(lines.find((l) => l.url === url), url).toMatchObject({ level: DEBUG, status: 200 });
     }
     expect(lines.filter((l) => l.url.startsWith('/_edge/')).every((l) => l.level === DEBUG)).toBe(true);

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { MetadataStore, NewEvent } from '../../src/core/ports.js';
 import { openSqliteStore } from '../../src/adapters/metadata/sqlite.js';
 import { EdgeHub } from '../../src/feed/hub.js';
+import { readAckStream } from '../../src/feed/ack-stream.js';
 import { FeedFollower } from '../../src/edge/follower.js';
 import { originClient } from '../../src/edge/origin-client.js';
 import { EdgeState } from '../../src/edge/state.js';
@@ -20,8 +21,14 @@ export interface FollowerRig {
   store: MetadataStore;
   hub: EdgeHub;
   follower: FeedFollower;
-  /** Acknowledgements received so far. */
+  /** Acknowledgements received so far, streamed or one request each. */
   readonly acks: number;
+  /** Of them, those that came one request each. */
+  readonly ackRequests: number;
+  /** Acknowledgement streams opened (`POST /_edge/acks`), taken or not. */
+  readonly ackStreams: number;
+  /** Drops every acknowledgement stream open now (the edge's side sees it closed). */
+  dropAckStreams(): void;
   /** While true, acknowledgements are taken but never answered (a partition one way). */
   silent: boolean;
   /** Appends an event to the log (not published). */
@@ -33,22 +40,52 @@ export interface FollowerRig {
   close(): Promise<void>;
 }
 
-export async function followerRig(leaseMs = 1000): Promise<FollowerRig> {
+/**
+ * How the front meets streamed acknowledgements (`POST /_edge/acks`): `true` takes them;
+ * `false` answers 404, as an origin before them did; `'buffer'` takes the request and holds its
+ * body unread, as a proxy that gathers bodies does; `'elsewhere'` answers 409, as an origin
+ * without this edge's feed does.
+ */
+export type StreamAcks = boolean | 'buffer' | 'elsewhere';
+
+export async function followerRig(leaseMs = 1000, { streamAcks = true as StreamAcks } = {}): Promise<FollowerRig> {
   const clock = new ManualClock();
   const dir = await mkdtemp(join(tmpdir(), 'coffer-follower-'));
   const store = await openSqliteStore(join(dir, 'coffer.sqlite'));
   const hub = new EdgeHub(store, { leaseMs, originId: 'origin' }, clock);
   await hub.start();
   const held: http.ServerResponse[] = [];
-  const rig = { acks: 0, silent: false };
+  const rig = { acks: 0, ackRequests: 0, ackStreams: 0, silent: false };
+  const ackStreams = new Set<http.IncomingMessage>();
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname === '/_edge/snapshot') {
       res.end(JSON.stringify({ seq: hub.headSeq, folders: [], files: [] }));
     } else if (url.pathname === '/_edge/feed') {
       hub.attach(url.searchParams.get('edge')!, Number(url.searchParams.get('after')), res);
+    } else if (url.pathname === '/_edge/acks' && streamAcks !== false) {
+      rig.ackStreams++;
+      ackStreams.add(req);
+      req.on('close', () => ackStreams.delete(req));
+      if (streamAcks === 'buffer') {
+        req.pause();
+        held.push(res);
+        return;
+      }
+      if (streamAcks === 'elsewhere') {
+        res.statusCode = 409;
+        res.end('{"error":{"code":"edge_feed_elsewhere"}}');
+        return;
+      }
+      const edge = url.searchParams.get('edge')!;
+      // Taken but, while silent, never passed on: a renewal goes unanswered.
+      readAckStream(req, res, (ack) => {
+        rig.acks++;
+        if (!rig.silent) hub.takeAck(edge, ack);
+      });
     } else if (url.pathname === '/_edge/ack') {
       rig.acks++;
+      rig.ackRequests++;
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
@@ -86,6 +123,9 @@ export async function followerRig(leaseMs = 1000): Promise<FollowerRig> {
 
   return Object.assign(rig, {
     clock, store, hub, follower, pass, until,
+    dropAckStreams: () => {
+      for (const req of ackStreams) req.socket.destroy();
+    },
     append: (event: NewEvent) => store.transaction((tx) => tx.appendEvent(event, clock.now())),
     async close() {
       follower.stop();

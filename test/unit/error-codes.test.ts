@@ -87,7 +87,7 @@ describe("S3's mapping", () => {
   /** Codes answered only by the edges, tus or the HTTP parser, and a failure of the service itself. */
   const INTERNAL = new Set<ErrorCode>([
     'method_not_allowed', 'request_timeout', 'upload_expired', 'unsupported_tus_version', 'unsupported_media_type', 'range_not_satisfiable',
-    'image_too_large', 'invalid_image', 'headers_too_large', 'checksum_mismatch', 'internal_error', 'bad_gateway', 'edge_version_mismatch', 'edge_loop',
+    'image_too_large', 'invalid_image', 'headers_too_large', 'checksum_mismatch', 'internal_error', 'bad_gateway', 'edge_version_mismatch', 'edge_feed_elsewhere', 'edge_loop',
   ]);
 
   it('names every code of the table', () => {

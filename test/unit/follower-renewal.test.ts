@@ -21,12 +21,15 @@ describe('needsRenewal', () => {
   });
 });
 
-describe('a follower on an idle feed', () => {
+describe.each([
+  ['streamed on one request', true],
+  ['sent one request each (an origin without the stream)', false],
+])('a follower on an idle feed, acknowledgements %s', (_name, streamAcks) => {
   let rig: FollowerRig;
   const pass = (ms: number, step = 5, check: () => void = () => {}) => rig.pass(ms, step, check);
 
   beforeAll(async () => {
-    rig = await followerRig(LEASE);
+    rig = await followerRig(LEASE, { streamAcks });
   });
 
   afterAll(async () => {
@@ -44,6 +47,7 @@ describe('a follower on an idle feed', () => {
     // One per beat would be 50; one per second beat 25.
     expect(sent, `${sent} acknowledgements in ten leases`).toBeLessThanOrEqual(10 * LEASE / (2 * BEAT) + 2);
     expect(sent).toBeGreaterThanOrEqual(10 * LEASE / (2 * BEAT) - 2);
+    if (streamAcks) expect(rig.ackRequests, 'every renewal was answered on the feed: none fell back to a request').toBe(0);
   });
 
   it('renews at every beat for BUSY_LEASES leases after a change, then every second beat again', async () => {
@@ -62,6 +66,7 @@ describe('a follower on an idle feed', () => {
     expect(busy, `${busy} acknowledgements while busy`).toBeGreaterThanOrEqual((BUSY_LEASES * LEASE) / BEAT - 4);
     expect(idle, `${idle} acknowledgements once idle again`).toBeLessThanOrEqual((BUSY_LEASES * LEASE) / (2 * BEAT) + 2);
     expect(rig.follower.serving()).toBe(true);
+    if (streamAcks) expect(rig.ackRequests).toBe(0);
   });
 
   it('stops serving within a lease of the last acknowledgement answered when the origin goes silent', async () => {

@@ -131,6 +131,10 @@ const EDGE_AND_OPEN: Operation[] = [
   edgeRoute('GET', '/_edge/file/:id', '/_edge/file/x'),
   edgeRoute('GET', '/_edge/blob/:id', '/_edge/blob/x'),
   edgeRoute('POST', '/_edge/ack', '/_edge/ack', '{"seq":0}'),
+  {
+    dialect: 'edge', name: 'POST /_edge/acks', route: 'POST /_edge/acks', need: 'edge', target: 'none',
+    run: (ctx, c) => get(ctx, 'POST', '/_edge/acks?edge=x', { ...asHeaders(c), 'content-type': 'application/x-ndjson' }, '{"n":1,"seq":0,"renew":true}\n'),
+  },
   edgeRoute('POST', '/_edge/usage', '/_edge/usage', '{"reports":[]}'),
   openRoute('/', '/'),
   openRoute('/assets/*', '/assets/missing.js'),

@@ -30,6 +30,8 @@ export interface AckSenderOptions {
   seq(): number;
   /** The feed stream's number now: an answer counts only on the stream it was asked on. */
   epoch(): number;
+  /** Whether a feed stream is open now: without one the origin has nowhere to answer a streamed renewal. */
+  feedOpen(): boolean;
   /** An answer to an acknowledgement sent at `sentAt` (monotonic) while feed stream `epoch` was open. */
   answered(answer: LeaseAnswer, sentAt: number, epoch: number): void;
 }
@@ -53,6 +55,8 @@ export class AckSender {
   private requestsUntil = 0;
   /** Leases until the stream is tried again after an unanswered renewal: doubles each time one recurs. */
   private retryLeases = STREAM_RETRY_LEASES;
+  /** False from a fall back until a renewal is answered on a stream tried again: till then acknowledgements also go by request. */
+  private proven = true;
   /** Streamed renewals waiting for their answer on the feed, by number. */
   private readonly pending = new Map<number, Pending>();
   /** Acknowledgements sent so far; work waiting in `afterAck` runs once a later one is through. */
@@ -79,8 +83,19 @@ export class AckSender {
   /** Acknowledges what is applied now; `renew` asks for a lease (a request is always answered). */
   send(renew: boolean): void {
     if (this.stopped) return;
-    if (this.streaming()) this.streamAck(renew);
-    else this.requestAck();
+    // Between two feed streams a renewal streamed would be refused (409) or answered on none.
+    if (!this.streaming() || !this.o.feedOpen()) {
+      this.requestAck();
+      return;
+    }
+    if (this.proven) {
+      this.streamAck(renew);
+      return;
+    }
+    // A stream tried again may still be held by a proxy: one renewal tests it, and until it is
+    // answered a change is acknowledged by request too, not left waiting for the test to fail.
+    if (this.pending.size === 0) this.streamAck(true);
+    this.requestAck();
   }
 
   /** An `event: lease` line of the feed: the answer to streamed renewal `n`. */
@@ -89,8 +104,14 @@ export class AckSender {
     const n = (data as { n?: unknown }).n;
     const p = typeof n === 'number' ? this.pending.get(n) : undefined;
     if (!p) return;
-    this.pending.delete(n as number);
-    this.o.clock.clearTimeout(p.timer);
+    // The origin takes a stream's lines in order: renewals before this one were answered or
+    // dropped (it keeps so many waiting), and going unanswered they say nothing of the stream.
+    for (const [m, q] of this.pending) {
+      if (m > (n as number)) continue;
+      this.pending.delete(m);
+      this.o.clock.clearTimeout(q.timer);
+    }
+    this.proven = true;
     this.retryLeases = STREAM_RETRY_LEASES;
     this.o.answered(data as LeaseAnswer, p.sentAt, p.epoch);
   }
@@ -175,6 +196,7 @@ export class AckSender {
 
   private fallBack(leases: number): void {
     this.closeStream();
+    this.proven = false;
     this.requestsUntil = this.o.clock.monotonic() + leases * this.o.leaseMs;
     // Lines the stream may have lost are carried by this one: it names the newest sequence.
     if (!this.stopped) this.requestAck();

@@ -34,6 +34,8 @@ export class FeedFollower {
     return this.head;
   }
   private request: http.ClientRequest | null = null;
+  /** Whether the feed stream answered 200 and is still open. */
+  private feedOpen = false;
   private lastData = 0;
   /** How acknowledgements travel: streamed, or one request each (ack-sender.ts). */
   private readonly acks: AckSender;
@@ -59,6 +61,7 @@ export class FeedFollower {
       origin: opts.origin, token: opts.token, edgeId: this.edgeId, leaseMs: opts.leaseMs, clock: this.clock, agent: this.agent,
       seq: () => this.opts.state.seq,
       epoch: () => this.epoch,
+      feedOpen: () => this.feedOpen,
       answered: (answer, sentAt, epoch) => this.answered(answer, sentAt, epoch),
     });
     this.caughtUp = new Promise((resolve) => {
@@ -207,6 +210,7 @@ export class FeedFollower {
         req.destroy(new Error(`feed answered ${res.statusCode}`));
         return;
       }
+      this.feedOpen = true;
       res.setEncoding('utf8');
       let buffer = '';
       res.on('data', (text: string) => {
@@ -225,6 +229,7 @@ export class FeedFollower {
     req.on('error', () => {});
     req.on('close', () => {
       if (this.request === req) this.request = null;
+      this.feedOpen = false;
       // Whatever ended the stream (an origin restart among others), trust nothing cached until caught up again.
       this.leaseUntil = 0;
       this.epoch++;

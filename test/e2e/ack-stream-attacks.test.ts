@@ -1,0 +1,269 @@
+/**
+ * Attacks on `POST /_edge/acks` from outside, on a real origin (src/origin/edge-routes.ts,
+ * src/feed/ack-stream.ts): hostile lines, bodies and spellings, callers that are not edges, a
+ * flood of lines, streams left open across a shutdown; and a real edge whose origin restarts.
+ * What test/e2e/edge-ack-stream.test.ts already proves (refusals by status, one lease per
+ * renewal, a malformed line) is not repeated.
+ */
+import http from 'node:http';
+import { rm } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { startTestEdge } from '../helpers/logging-edge.js';
+import { sleep, waitFor } from '../kit/index.js';
+
+const LEASE = 2000;
+
+/** A feed stream for `edge` on `o`, gathering what it receives. */
+function openFeed(o: TestOrigin, edge: string): Promise<{ leases: () => Array<Record<string, unknown>>; close(): void }> {
+  const token = o.origin.credentials.edgeTokens[0]!;
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const req = http.get(`${o.url}/_edge/feed?after=0&edge=${edge}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
+      expect(res.statusCode).toBe(200);
+      res.setEncoding('utf8');
+      res.on('data', (t: string) => (text += t));
+      resolve({
+        leases: () => text.split('\n\n').filter((b) => b.startsWith('event: lease')).map((b) => JSON.parse(b.split('data: ')[1]!) as Record<string, unknown>),
+        close: () => req.destroy(),
+      });
+    });
+    req.on('error', reject);
+  });
+}
+
+interface Acks {
+  status: number;
+  write(chunk: string | Buffer): void;
+  closed(): boolean;
+  end(): void;
+  destroy(): void;
+}
+
+/** An acknowledgement stream to `path` (default: for `edge`), with its answer's status. */
+function openAcks(o: TestOrigin, edge: string, headers: Record<string, string> = {}, path = `/_edge/acks?edge=${edge}`): Promise<Acks> {
+  const token = o.origin.credentials.edgeTokens[0]!;
+  return new Promise((resolve, reject) => {
+    let closed = false;
+    const req = http.request(`${o.url}${path}`, {
+      method: 'POST',
+      agent: false,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson', 'transfer-encoding': 'chunked', ...headers },
+    }, (res) => {
+      res.resume();
+      resolve({ status: res.statusCode!, write: (c) => req.write(c), closed: () => closed, end: () => req.end(), destroy: () => req.destroy() });
+    });
+    req.on('error', () => {});
+    req.on('close', () => (closed = true));
+    req.on('error', reject);
+    req.flushHeaders();
+  });
+}
+
+describe('hostile input on one origin', () => {
+  let o: TestOrigin;
+  beforeAll(async () => {
+    o = await startTestOrigin({ COFFER_EDGE_LEASE_MS: String(LEASE) });
+  });
+  afterAll(async () => {
+    await o?.close();
+  });
+
+  test('an overlong line, a line never ended, binary, invalid UTF-8 or numbers past the safe ones end the stream and are answered nothing', async () => {
+    const cases: Array<[string, Array<string | Buffer>]> = [
+      ['a line of 300 characters', [`{"n":1,"seq":0,"renew":true,"pad":"${'x'.repeat(260)}"}\n`]],
+      ['a line never ended', ['{"n":1,"seq":0,"renew":true}', ' '.repeat(100), ' '.repeat(100), ' '.repeat(100)]],
+      ['binary', [Buffer.from(Array.from({ length: 256 }, (_, i) => i))]],
+      ['invalid UTF-8 between the fields', [Buffer.concat([Buffer.from('{"n":1,'), Buffer.from([0xff, 0xfe, 0xc0]), Buffer.from('"seq":0,"renew":true}\n')])]],
+      ['a number past the safe integers', ['{"n":9007199254740993,"seq":0,"renew":true}\n']],
+      ['a number too large for a double', [`{"n":1,"seq":1${'0'.repeat(400)},"renew":true}\n`]],
+      ['a line that is only a NUL', ['\u0000\n']],
+    ];
+    for (const [name, chunks] of cases) {
+      const edge = `hostile-${cases.findIndex((c) => c[0] === name)}`;
+      const feed = await openFeed(o, edge);
+      const acks = await openAcks(o, edge);
+      try {
+        expect(acks.status, name).toBe(200);
+        for (const c of chunks) acks.write(c);
+        await waitFor(() => acks.closed(), { timeoutMs: 5000, what: name });
+        await sleep(50);
+        expect(feed.leases(), name).toEqual([]);
+      } finally {
+        feed.close();
+      }
+    }
+    // The origin is none the worse: a good stream is answered.
+    const feed = await openFeed(o, 'after-hostile');
+    const acks = await openAcks(o, 'after-hostile');
+    acks.write('{"n":1,"seq":0,"renew":true}\n');
+    await waitFor(() => feed.leases().length === 1, { timeoutMs: 5000 });
+    acks.end();
+    feed.close();
+  });
+
+  test('a body sent with Content-Length instead of chunked is read line by line as it comes', async () => {
+    const feed = await openFeed(o, 'sized');
+    const body = '{"n":1,"seq":0,"renew":true}\n{"n":2,"seq":0,"renew":true}\n';
+    const acks = await openAcks(o, 'sized', { 'transfer-encoding': '', 'content-length': String(body.length + 1000) });
+    try {
+      expect(acks.status).toBe(200);
+      acks.write(body.slice(0, 30));
+      await waitFor(() => feed.leases().length === 1, { timeoutMs: 5000, what: 'the first line answered before the body is whole' });
+      acks.write(body.slice(30));
+      await waitFor(() => feed.leases().length === 2, { timeoutMs: 5000 });
+      expect(feed.leases().map((l) => l.n)).toEqual([1, 2]);
+    } finally {
+      acks.destroy();
+      feed.close();
+    }
+  });
+
+  test('odd spellings of ?edge= are refused, never mistaken for another edge, and the connection closed', async () => {
+    const feed = await openFeed(o, 'spelled');
+    try {
+      const long = 'a'.repeat(65);
+      for (const query of ['edge=spelled&edge=spelled', 'edge[]=spelled', 'edge=', '', 'edge=spel%20led', 'edge=spelled%00', 'edge=..%2Fspelled', `edge=${long}`, 'edge=%F0%9F%98%80', 'Edge=spelled', 'edge=spelled%0A']) {
+        const acks = await openAcks(o, '', {}, `/_edge/acks?${query}`);
+        acks.write('{"n":1,"seq":0,"renew":true}\n');
+        expect([400, 409], query).toContain(acks.status);
+        await waitFor(() => acks.closed(), { timeoutMs: 5000, what: query });
+      }
+      for (const odd of ['__proto__', 'constructor', 'hasOwnProperty']) {
+        const acks = await openAcks(o, odd);
+        expect(acks.status, odd).toBe(409);
+        await waitFor(() => acks.closed(), { timeoutMs: 5000, what: odd });
+      }
+      await sleep(50);
+      expect(feed.leases()).toEqual([]);
+    } finally {
+      feed.close();
+    }
+  });
+
+  test('a caller with the access key, none or a wrong token gets 401 and causes no lease line', async () => {
+    const feed = await openFeed(o, 'notanedge');
+    try {
+      for (const authorization of [`Bearer ${o.key}`, '', 'Bearer ', `Basic ${Buffer.from(`edge:${o.origin.credentials.edgeTokens[0]}`).toString('base64')}`, `Bearer ${o.origin.credentials.edgeTokens[0]}x`]) {
+        const acks = await openAcks(o, 'notanedge', { authorization });
+        acks.write('{"n":1,"seq":0,"renew":true}\n');
+        expect(acks.status, authorization).toBe(401);
+        await waitFor(() => acks.closed(), { timeoutMs: 5000, what: authorization });
+      }
+      await sleep(50);
+      expect(feed.leases()).toEqual([]);
+    } finally {
+      feed.close();
+    }
+  });
+
+  test('a flood of renewals in one write is answered for at most 33 of them, the newest among them', async () => {
+    const feed = await openFeed(o, 'flood');
+    const acks = await openAcks(o, 'flood');
+    try {
+      const lines = Array.from({ length: 5000 }, (_, i) => `{"n":${i + 1},"seq":0,"renew":true}\n`).join('');
+      acks.write(lines);
+      await waitFor(() => feed.leases().some((l) => l.n === 5000), { timeoutMs: 10_000 });
+      await sleep(100);
+      const answered = feed.leases().map((l) => l.n as number);
+      expect(answered.length).toBeLessThanOrEqual(33);
+      expect(answered).toEqual([...answered].sort((a, b) => a - b));
+      expect(acks.closed()).toBe(false);
+    } finally {
+      acks.end();
+      feed.close();
+    }
+  });
+
+  test('one line cut into single bytes is answered once whole', async () => {
+    const feed = await openFeed(o, 'dribble');
+    const acks = await openAcks(o, 'dribble');
+    try {
+      for (const byte of '{"n":42,"seq":0,"renew":true}\n') {
+        acks.write(byte);
+        await sleep(2);
+      }
+      await waitFor(() => feed.leases().length === 1, { timeoutMs: 5000 });
+      expect(feed.leases()[0]).toMatchObject({ n: 42, lease: true });
+    } finally {
+      acks.end();
+      feed.close();
+    }
+  });
+});
+
+describe('shutdown', () => {
+  test('an origin closes promptly with acknowledgement streams open: silent, mid-line, refused and still sending', async () => {
+    const o = await startTestOrigin({ COFFER_EDGE_LEASE_MS: String(LEASE) });
+    let closed = false;
+    try {
+      const feed = await openFeed(o, 'closer');
+      const silent = await openAcks(o, 'closer');
+      const midLine = await openAcks(o, 'closer');
+      midLine.write('{"n":1,"seq":0,"re');
+      const refused = await openAcks(o, 'nofeed');
+      expect([silent.status, midLine.status, refused.status]).toEqual([200, 200, 409]);
+      const sending = setInterval(() => refused.write('{"n":1,"seq":0}\n'), 20);
+      const t0 = performance.now();
+      await Promise.race([o.close().then(() => (closed = true)), sleep(15_000)]);
+      clearInterval(sending);
+      expect(closed, 'close() finished').toBe(true);
+      // Well before the streams' idle bound (30 s) would have ended them.
+      expect(performance.now() - t0).toBeLessThan(15_000);
+      await waitFor(() => silent.closed() && midLine.closed(), { timeoutMs: 5000 });
+      feed.close();
+    } finally {
+      if (!closed) await o.close();
+    }
+  });
+
+  test('a silent acknowledgement stream is dropped by the origin after its idle bound (30 s at this lease)', async () => {
+    const o = await startTestOrigin({ COFFER_EDGE_LEASE_MS: String(LEASE) });
+    try {
+      const feed = await openFeed(o, 'quiet');
+      const acks = await openAcks(o, 'quiet');
+      acks.write('{"n":1,"seq":0,"renew":true}\n');
+      await waitFor(() => feed.leases().length === 1, { timeoutMs: 5000 });
+      const t0 = performance.now();
+      await waitFor(() => acks.closed(), { timeoutMs: 45_000, intervalMs: 200 });
+      expect(performance.now() - t0).toBeGreaterThan(25_000);
+      feed.close();
+    } finally {
+      await o.close();
+    }
+  }, 90_000);
+});
+
+describe('a real edge whose origin restarts', () => {
+  test('has a delete answered well within a lease after the restart, and acknowledges on its stream again', async () => {
+    let o = await startTestOrigin({ COFFER_EDGE_LEASE_MS: String(LEASE), COFFER_HOST: '127.0.0.1' });
+    const port = new URL(o.url).port;
+    const settings = { COFFER_EDGE_LEASE_MS: String(LEASE), COFFER_HOST: '127.0.0.1', COFFER_PORT: port, COFFER_DATA_DIR: o.dataDir };
+    const edge = await startTestEdge(o, () => ({ COFFER_EDGE_LEASE_MS: String(LEASE) }));
+    const dataDir = o.dataDir;
+    try {
+      const file = await uploadBytes(o, Buffer.from('restart me'), { name: 'r.txt' });
+      await waitFor(async () => (await fetch(`${edge.edge.url}/files/${file.file_id}`)).status === 200, { timeoutMs: 10_000 });
+      await o.origin.close();
+      await sleep(300);
+      o = await startTestOrigin({ ...settings, COFFER_ACCESS_KEY: o.key, COFFER_SIGNING_SECRET: o.secret, COFFER_LOG_LEVEL: 'debug' });
+      // The edge finds the origin again and holds a lease: its cache answers.
+      await waitFor(async () => (await fetch(`${edge.edge.url}/files/${file.file_id}`)).status === 200, { timeoutMs: 10_000 });
+      await sleep(LEASE);
+      const t0 = performance.now();
+      const r = await o.post('/collections/file/delete', { file_id: file.file_id });
+      expect(r.status).toBe(200);
+      expect(performance.now() - t0, 'not held for the lease').toBeLessThan(LEASE / 2);
+      expect((await fetch(`${edge.edge.url}/files/${file.file_id}`)).status).toBe(404);
+      const requests = () => o.logs.map((l) => JSON.parse(l) as { msg?: string; url?: string }).filter((l) => l.msg === 'request').map((l) => l.url ?? '');
+      const before = requests().filter((u) => u === '/_edge/ack').length;
+      await sleep(2 * LEASE);
+      expect(requests().filter((u) => u === '/_edge/ack').length - before, 'back on the stream, not one request each').toBe(0);
+    } finally {
+      await edge.close();
+      await o.close();
+      // The second origin was given the first one's directory, so its close leaves it.
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -217,6 +217,45 @@ describe('shutdown', () => {
     }
   });
 
+  // Known defect, fix in /tmp/notes/K-wants.patch (src/feed/hub.ts): a stream whose request was
+  // under way when close() ended the streams (routed before the server refused new requests, its
+  // handler run after) is taken, and holds the close: an acknowledgement stream until its idle
+  // bound, a feed, pinged meanwhile, for ever. Flip to \`test.each\` once the patch is in.
+  test.fails.each(['feed', 'acks'] as const)('an origin closes promptly when a stream (%s) is taken just after the streams were ended', async (what) => {
+    const o = await startTestOrigin({ COFFER_EDGE_LEASE_MS: String(LEASE) });
+    const token = o.origin.credentials.edgeTokens[0]!;
+    const hub = o.origin.hub as unknown as Record<'attach' | 'hasStream', (...a: unknown[]) => unknown>;
+    let closing: Promise<void> | null = null;
+    const feed = what === 'acks' ? await openFeed(o, 'late') : null;
+    // The moment the route's handler runs, close() begins (it ends the streams at once).
+    const hook = what === 'feed' ? 'attach' : 'hasStream';
+    const original = hub[hook]!.bind(o.origin.hub);
+    hub[hook] = (...a: unknown[]) => {
+      // A feed is attached after the streams ended; an acknowledgement stream finds its feed, then is taken after.
+      if (what === 'feed') closing ??= o.close();
+      const r = original(...a);
+      closing ??= o.close();
+      return r;
+    };
+    // Asked for, and left to whatever answer comes (with the fix: none, the socket closed).
+    const late = what === 'feed'
+      ? http.get(`${o.url}/_edge/feed?after=0&edge=late`, { headers: { authorization: `Bearer ${token}` } }, (res) => res.resume())
+      : http.request(`${o.url}/_edge/acks?edge=late`, {
+        method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson', 'transfer-encoding': 'chunked' },
+      }, (res) => res.resume());
+    late.on('error', () => {});
+    if (what === 'acks') late.flushHeaders();
+    await waitFor(() => closing !== null, { timeoutMs: 5000 });
+    try {
+      const finished = await Promise.race([closing!.then(() => true), sleep(10_000).then(() => false)]);
+      expect(finished, 'close() finished').toBe(true);
+    } finally {
+      late.destroy();
+      feed?.close();
+      await closing;
+    }
+  });
+
   test('a silent acknowledgement stream is dropped by the origin after its idle bound (30 s at this lease)', async () => {
     const o = await startTestOrigin({ COFFER_EDGE_LEASE_MS: String(LEASE) });
     try {

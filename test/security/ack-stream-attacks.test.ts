@@ -42,6 +42,10 @@ interface Front {
   mode: AckMode;
   /** While true, lines are read but not taken and requests are held: nothing is answered. */
   silent: boolean;
+  /** The first line carrying at least this sequence is lost with its stream, dropped under it. */
+  dropAtSeq: number | null;
+  /** The line lost so. */
+  dropped: StreamedAck | null;
   /** Holds every write of acknowledgements to the store until the function returned is called. */
   holdWrites(): () => void;
   /** Writes `text` on every open feed stream. */
@@ -81,7 +85,7 @@ async function front(leaseMs = LEASE, mode: AckMode = 'route'): Promise<Front> {
   const held: http.ServerResponse[] = [];
   const sockets = new Set<Socket>();
   const ackReqs = new Set<http.IncomingMessage>();
-  const f = { lines: [] as Front['lines'], ackStreams: 0, ackRequests: 0, mode, silent: false };
+  const f = { lines: [] as Front['lines'], ackStreams: 0, ackRequests: 0, mode, silent: false, dropAtSeq: null as number | null, dropped: null as StreamedAck | null };
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const edge = url.searchParams.get('edge') ?? '';
@@ -102,6 +106,12 @@ async function front(leaseMs = LEASE, mode: AckMode = 'route'): Promise<Front> {
         res.writeHead(409, { connection: 'close' }).end('{"error":{"code":"edge_feed_elsewhere"}}');
       } else {
         readAckStream(req, res, (ack) => {
+          if (f.dropAtSeq !== null && ack.seq >= f.dropAtSeq) {
+            f.dropAtSeq = null;
+            f.dropped = ack;
+            req.socket.destroy();
+            return;
+          }
           f.lines.push({ ...ack, at: clock.monotonic() });
           if (!f.silent) hub.takeAck(edge, ack);
         });
@@ -327,6 +337,24 @@ describe('a feed that reconnects', () => {
     await f.pass(3 * LEASE, 10);
     expect(f.lines.length, 'acknowledges on its stream').toBeGreaterThan(lines);
     expect(f.ackRequests - requests, 'not by request').toBe(0);
+  });
+});
+
+describe('an acknowledgement stream dropped mid-way', () => {
+  it.each([false, true])('under the acknowledgement of a change (a renewal: %s), the change is still answered well within a lease', async (renewal) => {
+    f = await front();
+    await f.pass(LEASE, 10);
+    // A change's acknowledgement asks to renew only when little of the lease is left: writes
+    // held for 2/5 of a lease leave renewals unanswered (not yet for long enough to give up).
+    const release = renewal ? f.holdWrites() : () => {};
+    if (renewal) await f.pass((2 * LEASE) / 5, 10);
+    f.dropAtSeq = f.state.seq + 1;
+    const t0 = f.clock.monotonic();
+    const change = await f.publishChange();
+    await f.until(() => change.answered());
+    expect(f.dropped?.renew, 'the line lost with its stream').toBe(renewal);
+    expect(f.clock.monotonic() - t0).toBeLessThan(LEASE / 2);
+    release();
   });
 });
 

@@ -33,6 +33,10 @@ interface Front {
   hub: EdgeHub;
   follower: FeedFollower;
   state: EdgeState;
+  /** With `acksTo: 'other'`: a second origin on the same database, where a load balancer sends the edge's POSTs. */
+  other: EdgeHub | null;
+  /** Opens a feed stream of the edge on the other origin that nobody reads (one the edge left, not yet seen closed there). */
+  staleFeedOnOther(): Promise<void>;
   /** Every line read on an acknowledgement stream, with the clock when it was read. */
   lines: Array<StreamedAck & { at: number }>;
   ackStreams: number;
@@ -62,7 +66,7 @@ interface Front {
   close(): Promise<void>;
 }
 
-async function front(leaseMs = LEASE, mode: AckMode = 'route'): Promise<Front> {
+async function front(leaseMs = LEASE, mode: AckMode = 'route', acksTo: 'same' | 'other' = 'same'): Promise<Front> {
   const clock = new ManualClock();
   const dir = await mkdtemp(join(tmpdir(), 'coffer-ack-attacks-'));
   const real = await openSqliteStore(join(dir, 'coffer.sqlite'));
@@ -81,6 +85,9 @@ async function front(leaseMs = LEASE, mode: AckMode = 'route'): Promise<Front> {
   });
   const hub = new EdgeHub(store, { leaseMs, originId: 'origin' }, clock);
   await hub.start();
+  const other = acksTo === 'other' ? new EdgeHub(store, { leaseMs, originId: 'other' }, clock) : null;
+  await other?.start();
+  const ackHub = other ?? hub;
   const feeds = new Set<http.ServerResponse>();
   const held: http.ServerResponse[] = [];
   const sockets = new Set<Socket>();
@@ -91,6 +98,8 @@ async function front(leaseMs = LEASE, mode: AckMode = 'route'): Promise<Front> {
     const edge = url.searchParams.get('edge') ?? '';
     if (url.pathname === '/_edge/snapshot') {
       res.end(JSON.stringify({ seq: hub.headSeq, folders: [], files: [] }));
+    } else if (url.pathname === '/stale-feed') {
+      other!.attach(edge, hub.headSeq, res);
     } else if (url.pathname === '/_edge/feed') {
       feeds.add(res);
       res.on('close', () => feeds.delete(res));
@@ -102,7 +111,7 @@ async function front(leaseMs = LEASE, mode: AckMode = 'route'): Promise<Front> {
       if (f.mode === 'buffer') {
         req.pause();
         held.push(res);
-      } else if (f.mode === 'elsewhere' || !hub.hasStream(edge)) {
+      } else if (f.mode === 'elsewhere' || !ackHub.hasStream(edge)) {
         res.writeHead(409, { connection: 'close' }).end('{"error":{"code":"edge_feed_elsewhere"}}');
       } else {
         readAckStream(req, res, (ack) => {
@@ -113,7 +122,7 @@ async function front(leaseMs = LEASE, mode: AckMode = 'route'): Promise<Front> {
             return;
           }
           f.lines.push({ ...ack, at: clock.monotonic() });
-          if (!f.silent) hub.takeAck(edge, ack);
+          if (!f.silent) ackHub.takeAck(edge, ack);
         });
       }
     } else if (url.pathname === '/_edge/ack') {
@@ -126,7 +135,7 @@ async function front(leaseMs = LEASE, mode: AckMode = 'route'): Promise<Front> {
           return;
         }
         const { edge: id, seq } = JSON.parse(body) as { edge: string; seq: number };
-        void hub.ack(id, seq).then((answer) => res.end(JSON.stringify(answer)));
+        void ackHub.ack(id, seq).then((answer) => res.end(JSON.stringify(answer)));
       });
     } else {
       res.statusCode = 404;
@@ -139,7 +148,9 @@ async function front(leaseMs = LEASE, mode: AckMode = 'route'): Promise<Front> {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const state = new EdgeState({ fileReady: () => {}, fileGone: () => {}, changed: () => {} });
-  const origin = originClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, undefined);
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const origin = originClient(base, undefined);
+  const stale: http.ClientRequest[] = [];
   const follower = new FeedFollower({ origin, token: 't', leaseMs, state, clock });
   const pass = async (ms: number, step = 5, check: () => void = () => {}): Promise<void> => {
     for (let t = 0; t < ms; t += step) {
@@ -156,7 +167,15 @@ async function front(leaseMs = LEASE, mode: AckMode = 'route'): Promise<Front> {
   await until(() => started);
   await starting;
   return Object.assign(f, {
-    clock, hub, follower, state, pass, until,
+    clock, hub, other, follower, state, pass, until,
+    staleFeedOnOther: () => new Promise<void>((resolve) => {
+      const req = http.get(`${base}/stale-feed?edge=${follower.edgeId}`, (res) => {
+        res.pause();
+        resolve();
+      });
+      req.on('error', () => {});
+      stale.push(req);
+    }),
     get sockets() {
       return sockets.size;
     },
@@ -192,7 +211,9 @@ async function front(leaseMs = LEASE, mode: AckMode = 'route'): Promise<Front> {
     async close() {
       follower.stop();
       for (const res of held) res.destroy();
+      for (const req of stale) req.destroy();
       await hub.close();
+      await other?.close();
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
       await real.close();
@@ -355,6 +376,28 @@ describe('an acknowledgement stream dropped mid-way', () => {
     expect(f.dropped?.renew, 'the line lost with its stream').toBe(renewal);
     expect(f.clock.monotonic() - t0).toBeLessThan(LEASE / 2);
     release();
+  });
+});
+
+describe('two origins on one database behind a load balancer', () => {
+  it.each([false, true])('feed on one, acknowledgements on the other (a stale feed of the edge there: %s): changes answered well within a lease, never without the edge while it serves', async (staleThere) => {
+    f = await front(LEASE, 'route', 'other');
+    if (staleThere) await f.staleFeedOnOther();
+    await f.pass(LEASE, 10);
+    expect(f.other!.hasStream(f.follower.edgeId)).toBe(staleThere);
+    for (let i = 0; i < 5; i++) {
+      const t0 = f.clock.monotonic();
+      const change = await f.publishChange();
+      let early = false;
+      await f.until(() => {
+        if (change.answered() && f!.state.seq < change.seq && f!.follower.serving()) early = true;
+        return change.answered();
+      });
+      expect(early, 'answered without the edge while it served').toBe(false);
+      expect(f.clock.monotonic() - t0, `change ${i}`).toBeLessThan(LEASE / 2);
+      expect(f.follower.serving()).toBe(true);
+      await f.pass(LEASE / 2, 10);
+    }
   });
 });
 

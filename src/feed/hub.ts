@@ -112,6 +112,11 @@ export class EdgeHub {
   /** Streamed acknowledgements, taken one at a time per edge. */
   private readonly ackTurns: AckTurns;
   private closed = false;
+  /**
+   * Set once endStreams ran (the origin is shutting down): a stream whose request was under way
+   * then is refused, or it would hold the server's close (a feed, pinged, for ever).
+   */
+  private ending = false;
 
   constructor(private readonly meta: FeedStore, opts: EdgeHubOptions, private readonly clock: Clock = systemClock) {
     this.leaseMs = opts.leaseMs;
@@ -159,6 +164,10 @@ export class EdgeHub {
 
   /** Streams events after `after` to an edge, then every new one, as Server-Sent Events. */
   attach(edgeId: string, after: number, res: ServerResponse): void {
+    if (this.ending) {
+      res.destroy();
+      return;
+    }
     this.streams.attach(edgeId, after, res);
     this.poller.schedule();
   }
@@ -206,7 +215,7 @@ export class EdgeHub {
    * one, and one that asks to renew is answered on the edge's feed stream.
    */
   takeAcks(edgeId: string, req: IncomingMessage, res: ServerResponse): void {
-    if (this.closed) {
+    if (this.closed || this.ending) {
       res.destroy();
       return;
     }
@@ -252,6 +261,7 @@ export class EdgeHub {
 
   /** Ends the edges' streams, so a shutdown is not held open by them; waiters still wait. */
   endStreams(): void {
+    this.ending = true;
     this.streams.end();
     for (const res of this.ackStreams) res.destroy();
     this.ackStreams.clear();

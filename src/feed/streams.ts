@@ -238,7 +238,8 @@ export class FeedStreams {
   /** Writes to a stream, waiting for it to drain; false once the stream is gone (dropped if it stays full). */
   private send(s: Stream, text: string): Promise<boolean> {
     const res = s.res;
-    if (res.destroyed) return Promise.resolve(false);
+    // Ended (the origin shutting down) under a read: a write now would throw write-after-end.
+    if (res.destroyed || res.writableEnded) return Promise.resolve(false);
     s.wroteAt = this.o.clock.monotonic();
     if (res.write(text)) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {

@@ -441,12 +441,10 @@ describe('line parsing against hostile numbers', () => {
 });
 
 describe('a shutdown while a feed stream reads the log', () => {
-  // Known defect, fix in /tmp/notes/K-wants.patch (src/feed/streams.ts): the origin's close ends
-  // every feed stream (hub.endStreams, before the server closes); a stream whose read of the log
-  // was under way then writes what it read after the end, and the response emits
-  // ERR_STREAM_WRITE_AFTER_END, which, with no listener, is an uncaught exception in the middle
-  // of the shutdown. Flip to \`it\` once the patch is in.
-  it.fails('writes nothing to a stream ended under a read of the log', async () => {
+  // The origin's close ends every feed stream (hub.endStreams, before the server closes); a
+  // stream whose read of the log was under way must not write what it read after the end
+  // (ERR_STREAM_WRITE_AFTER_END, with no listener, is an uncaught exception mid-shutdown).
+  it('writes nothing to a stream ended under a read of the log', async () => {
     let read!: (events: Array<{ seq: number; type: string; data: object }>) => void;
     const streams = new FeedStreams({
       eventsAfter: () => new Promise((r) => (read = r as never)),

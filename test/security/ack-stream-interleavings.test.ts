@@ -11,9 +11,6 @@ import { FeedStreams } from '../../src/feed/streams.js';
 import { ManualClock } from '../kit/clock.js';
 import { LEASE, front, type Front } from '../helpers/ack-front.js';
 
-const lease = (n: number, extra: Record<string, unknown> = {}) =>
-  `event: lease\ndata: ${JSON.stringify({ n, lease: true, lease_ms: 1e12, head: 0, ...extra })}\n\n`;
-
 let f: Front | undefined;
 afterEach(async () => {
   await f?.close();

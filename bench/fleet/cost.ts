@@ -31,15 +31,18 @@ function threadsCpuMs(pid: number): number {
   }
 }
 
-interface Spent { originMs: number; edgesMs: number; wallMs: number }
+/** `parentsMs`: of `edgesMs`, the parents' (with --tiers; 0 without). */
+interface Spent { originMs: number; edgesMs: number; parentsMs: number; wallMs: number }
 
 async function measure(f: Fleet, work: () => Promise<void>): Promise<Spent> {
-  const edges = () => f.edges.reduce((n, e) => n + threadsCpuMs(e.child.pid), 0);
+  const sum = (parents: boolean) => f.edges.reduce((n, e) => (parents && e.parents.length > 0 ? n : n + threadsCpuMs(e.child.pid)), 0);
+  const parentsOnly = f.edges.some((e) => e.parents.length > 0);
   const o0 = threadsCpuMs(f.origin.pid);
-  const e0 = edges();
+  const e0 = sum(false);
+  const p0 = parentsOnly ? sum(true) : 0;
   const t0 = performance.now();
   await work();
-  return { originMs: threadsCpuMs(f.origin.pid) - o0, edgesMs: edges() - e0, wallMs: performance.now() - t0 };
+  return { originMs: threadsCpuMs(f.origin.pid) - o0, edgesMs: sum(false) - e0, parentsMs: parentsOnly ? sum(true) - p0 : 0, wallMs: performance.now() - t0 };
 }
 
 function takeNumber(args: string[], name: string, fallback: number): number {
@@ -99,19 +102,26 @@ async function perChange(f: Fleet, switches: number): Promise<void> {
 /** `idleRate`: each edge's idle CPU, ms per ms, to set beside its fill. */
 async function perFill(f: Fleet, bytes: number, fills: number, idleRate: number): Promise<void> {
   const n = f.edges.length;
-  let fill: Spent = { originMs: 0, edgesMs: 0, wallMs: 0 };
+  let fill: Spent = { originMs: 0, edgesMs: 0, parentsMs: 0, wallMs: 0 };
   for (let r = 0; r <= fills; r++) {
     const pending = await sendParts(f.api, randomBytes(bytes), `fill-${r}.bin`);
     await sleep(300);
     const spent = await measure(f, async () => untilHit(f.edges, (await complete(f.api, pending)).deliveryPath));
     // The first round warms every edge's fill path up; it is not counted.
-    if (r > 0) fill = { originMs: fill.originMs + spent.originMs, edgesMs: fill.edgesMs + spent.edgesMs, wallMs: fill.wallMs + spent.wallMs };
+    if (r > 0) fill = { originMs: fill.originMs + spent.originMs, edgesMs: fill.edgesMs + spent.edgesMs, parentsMs: fill.parentsMs + spent.parentsMs, wallMs: fill.wallMs + spent.wallMs };
     await f.api.post("/collections/file/delete", { file_id: pending.fileId });
   }
   const mib = bytes / 2 ** 20;
   log(`per fill of ${fmt(mib, 0)} MiB (${fills} rounds, ${fmt(fill.wallMs / fills / 1000, 2)} s each until every edge's HIT): ` +
     `each edge ${fmt(fill.edgesMs / n / fills, 1)} ms; origin ${fmt(fill.originMs / fills / n, 1)} ms per edge filled`);
   log(`of each edge's fill, its idle rate times the round: ${fmt(idleRate * (fill.wallMs / fills), 1)} ms`);
+  const parents = f.edges.filter((e) => e.parents.length === 0).length;
+  if (fill.parentsMs > 0 && parents < n) {
+    const children = n - parents;
+    const sentGiB = (children * bytes) / 2 ** 30;
+    log(`of it, the ${parents} parents: each ${fmt(fill.parentsMs / parents / fills, 1)} ms per round ` +
+      `(${fmt(fill.parentsMs / fills / 1000 / sentGiB, 2)} s per GiB sent to children); the ${children} children: each ${fmt((fill.edgesMs - fill.parentsMs) / children / fills, 1)} ms`);
+  }
 }
 
 main().then(() => process.exit(0), (err: unknown) => {

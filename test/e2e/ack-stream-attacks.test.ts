@@ -10,56 +10,11 @@ import net from 'node:net';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { openAcks, openFeed } from '../helpers/edge-streams.js';
 import { startTestEdge } from '../helpers/logging-edge.js';
 import { sleep, waitFor } from '../kit/index.js';
 
 const LEASE = 2000;
-
-/** A feed stream for `edge` on `o`, gathering what it receives. */
-function openFeed(o: TestOrigin, edge: string): Promise<{ leases: () => Array<Record<string, unknown>>; close(): void }> {
-  const token = o.origin.credentials.edgeTokens[0]!;
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const req = http.get(`${o.url}/_edge/feed?after=0&edge=${edge}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
-      expect(res.statusCode).toBe(200);
-      res.setEncoding('utf8');
-      res.on('data', (t: string) => (text += t));
-      resolve({
-        leases: () => text.split('\n\n').filter((b) => b.startsWith('event: lease')).map((b) => JSON.parse(b.split('data: ')[1]!) as Record<string, unknown>),
-        close: () => req.destroy(),
-      });
-    });
-    req.on('error', reject);
-  });
-}
-
-interface Acks {
-  status: number;
-  write(chunk: string | Buffer): void;
-  closed(): boolean;
-  end(): void;
-  destroy(): void;
-}
-
-/** An acknowledgement stream to `path` (default: for `edge`), with its answer's status. */
-function openAcks(o: TestOrigin, edge: string, headers: Record<string, string> = {}, path = `/_edge/acks?edge=${edge}`): Promise<Acks> {
-  const token = o.origin.credentials.edgeTokens[0]!;
-  return new Promise((resolve, reject) => {
-    let closed = false;
-    const req = http.request(`${o.url}${path}`, {
-      method: 'POST',
-      agent: false,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson', 'transfer-encoding': 'chunked', ...headers },
-    }, (res) => {
-      res.resume();
-      resolve({ status: res.statusCode!, write: (c) => req.write(c), closed: () => closed, end: () => req.end(), destroy: () => req.destroy() });
-    });
-    req.on('error', () => {});
-    req.on('close', () => (closed = true));
-    req.on('error', reject);
-    req.flushHeaders();
-  });
-}
 
 describe('hostile input on one origin', () => {
   let o: TestOrigin;

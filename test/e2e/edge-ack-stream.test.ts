@@ -4,66 +4,30 @@
  * feed with its number, a plain acknowledgement not at all; a malformed line ends the stream.
  * And a real edge acknowledges this way, never by request, while changes are answered.
  */
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { waitFor } from '../kit/index.js';
+import { openAcks, openFeed } from '../helpers/edge-streams.js';
 
 let o: TestOrigin;
-let token: string;
 
 beforeAll(async () => {
   o = await startTestOrigin({ COFFER_EDGE_LEASE_MS: '2000', COFFER_LOG_LEVEL: 'debug' });
-  token = o.origin.credentials.edgeTokens[0]!;
 });
 afterAll(async () => {
   await o?.close();
 });
 
-/** A feed stream for `edge`, gathering what it receives. */
-function openFeed(edge: string): Promise<{ text: () => string; close(): void }> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const req = http.get(`${o.url}/_edge/feed?after=0&edge=${edge}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
-      expect(res.statusCode).toBe(200);
-      res.setEncoding('utf8');
-      res.on('data', (t: string) => (text += t));
-      resolve({ text: () => text, close: () => req.destroy() });
-    });
-    req.on('error', reject);
-  });
-}
-
-/** An acknowledgement stream for `edge`: its answer's status, a writer, and whether it closed. */
-function openAcks(edge: string, headers: Record<string, string> = {}): Promise<{ status: number; body: () => string; write(line: string): void; closed: () => boolean; end(): void }> {
-  return new Promise((resolve, reject) => {
-    let closed = false;
-    let body = '';
-    const req = http.request(`${o.url}/_edge/acks?edge=${edge}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson', 'transfer-encoding': 'chunked', ...headers },
-    }, (res) => {
-      res.setEncoding('utf8');
-      res.on('data', (t: string) => (body += t));
-      resolve({ status: res.statusCode!, body: () => body, write: (line) => req.write(line), closed: () => closed, end: () => req.end() });
-    });
-    req.on('error', () => {});
-    req.on('close', () => (closed = true));
-    req.on('error', reject);
-    req.flushHeaders();
-  });
-}
-
 describe('POST /_edge/acks', () => {
   test('is refused without the edge token, as another type, or where the edge has no feed, and the connection closed', async () => {
-    const feed = await openFeed('typed');
+    const feed = await openFeed(o, 'typed');
     try {
       for (const [status, acks] of [
-        [401, await openAcks('nofeed', { authorization: 'Bearer wrong' })],
-        [409, await openAcks('nofeed')],
-        [415, await openAcks('typed', { 'content-type': 'text/plain' })],
-        [400, await openAcks('bad id!')],
+        [401, await openAcks(o, 'nofeed', { authorization: 'Bearer wrong' })],
+        [409, await openAcks(o, 'nofeed')],
+        [415, await openAcks(o, 'typed', { 'content-type': 'text/plain' })],
+        [400, await openAcks(o, 'bad id!')],
       ] as const) {
         expect(acks.status).toBe(status);
         // The body never ends: a connection kept for it would hold the origin's shutdown.
@@ -75,8 +39,8 @@ describe('POST /_edge/acks', () => {
   });
 
   test('answers each renewal on the feed with its number and a lease, and nothing else', async () => {
-    const feed = await openFeed('streamer');
-    const acks = await openAcks('streamer');
+    const feed = await openFeed(o, 'streamer');
+    const acks = await openAcks(o, 'streamer');
     try {
       expect(acks.status).toBe(200);
       acks.write('{"n":7,"seq":0}\n');
@@ -97,8 +61,8 @@ describe('POST /_edge/acks', () => {
   });
 
   test('drops the stream at a malformed line, answering none after it', async () => {
-    const feed = await openFeed('garbler');
-    const acks = await openAcks('garbler');
+    const feed = await openFeed(o, 'garbler');
+    const acks = await openAcks(o, 'garbler');
     try {
       acks.write('{"n":1,"seq":"zero","renew":true}\n{"n":2,"seq":0,"renew":true}\n');
       await waitFor(() => acks.closed(), { timeoutMs: 5000 });

@@ -17,6 +17,7 @@ import { FeedFollower } from '../../src/edge/follower.js';
 import { originClient } from '../../src/edge/origin-client.js';
 import { EdgeState } from '../../src/edge/state.js';
 import { ManualClock } from '../kit/clock.js';
+import { answerAckRequest, clockPasser } from './follower-rig.js';
 
 /** The lease the front's follower holds unless told otherwise. */
 export const LEASE = 1000;
@@ -123,16 +124,7 @@ export async function front(leaseMs = LEASE, mode: AckMode = 'route', acksTo: 's
       }
     } else if (url.pathname === '/_edge/ack') {
       f.ackRequests++;
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        if (f.silent) {
-          held.push(res);
-          return;
-        }
-        const { edge: id, seq } = JSON.parse(body) as { edge: string; seq: number };
-        void ackHub.ack(id, seq).then((answer) => res.end(JSON.stringify(answer)));
-      });
+      answerAckRequest(req, res, ackHub, () => f.silent, held);
     } else {
       res.statusCode = 404;
       res.end();
@@ -148,13 +140,7 @@ export async function front(leaseMs = LEASE, mode: AckMode = 'route', acksTo: 's
   const origin = originClient(base, undefined);
   const stale: http.ClientRequest[] = [];
   const follower = new FeedFollower({ origin, token: 't', leaseMs, state, clock });
-  const pass = async (ms: number, step = 5, check: () => void = () => {}): Promise<void> => {
-    for (let t = 0; t < ms; t += step) {
-      await clock.advance(step);
-      await new Promise((r) => setTimeout(r, 1));
-      check();
-    }
-  };
+  const pass = clockPasser(clock);
   const until = async (done: () => boolean, max = 2000): Promise<void> => {
     for (let i = 0; i < max && !done(); i++) await pass(1, 1);
   };

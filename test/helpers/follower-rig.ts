@@ -40,6 +40,31 @@ export interface FollowerRig {
   close(): Promise<void>;
 }
 
+/** Moves `clock` `ms` in steps of `step`, leaving the sockets 1 ms of real time after each, and calls `check` after each. */
+export function clockPasser(clock: ManualClock): (ms: number, step?: number, check?: () => void) => Promise<void> {
+  return async (ms, step = 5, check = () => {}) => {
+    for (let t = 0; t < ms; t += step) {
+      await clock.advance(step);
+      await new Promise((r) => setTimeout(r, 1));
+      check();
+    }
+  };
+}
+
+/** Answers `POST /_edge/ack` as the origin's route does; while `silent()`, holds it unanswered in `held`. */
+export function answerAckRequest(req: http.IncomingMessage, res: http.ServerResponse, hub: EdgeHub, silent: () => boolean, held: http.ServerResponse[]): void {
+  let body = '';
+  req.on('data', (c: Buffer) => (body += c.toString()));
+  req.on('end', () => {
+    if (silent()) {
+      held.push(res);
+      return;
+    }
+    const { edge, seq } = JSON.parse(body) as { edge: string; seq: number };
+    void hub.ack(edge, seq).then((answer) => res.end(JSON.stringify(answer)));
+  });
+}
+
 /**
  * How the front meets streamed acknowledgements (`POST /_edge/acks`): `true` takes them;
  * `false` answers 404, as an origin before them did; `'buffer'` takes the request and holds its
@@ -86,16 +111,7 @@ export async function followerRig(leaseMs = 1000, { streamAcks = true as StreamA
     } else if (url.pathname === '/_edge/ack') {
       rig.acks++;
       rig.ackRequests++;
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        if (rig.silent) {
-          held.push(res);
-          return;
-        }
-        const { edge, seq } = JSON.parse(body) as { edge: string; seq: number };
-        void hub.ack(edge, seq).then((answer) => res.end(JSON.stringify(answer)));
-      });
+      answerAckRequest(req, res, hub, () => rig.silent, held);
     } else {
       res.statusCode = 404;
       res.end();
@@ -106,13 +122,7 @@ export async function followerRig(leaseMs = 1000, { streamAcks = true as StreamA
   const origin = originClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, undefined);
   const follower = new FeedFollower({ origin, token: 't', leaseMs, state, clock });
 
-  const pass = async (ms: number, step = 5, check: () => void = () => {}): Promise<void> => {
-    for (let t = 0; t < ms; t += step) {
-      await clock.advance(step);
-      await new Promise((r) => setTimeout(r, 1));
-      check();
-    }
-  };
+  const pass = clockPasser(clock);
   const until = async (done: () => boolean): Promise<void> => {
     for (let i = 0; i < 2000 && !done(); i++) await pass(1, 1);
   };

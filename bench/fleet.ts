@@ -72,6 +72,10 @@ async function run(opts: Options, workDir: string, loadAvgStart: number | null):
   log(`starting the other ${opts.edges - 1} edges...`);
   if (opts.tiers > 1) startupMs += await startEdges(opts, f, 1, opts.tiers);
   startupMs += await startEdges(opts, f, Math.max(1, opts.tiers), opts.edges);
+  if (opts.settleS > 0) {
+    log(`letting the fleet idle ${opts.settleS} s before measuring it...`);
+    await sleep(opts.settleS * 1000);
+  }
   // Idle: what the fleet costs while nothing changes (the edges' heartbeats and acknowledgements).
   await sleep(1000);
   const idleCpu = (): number[] => [f.origin.cpuMs() ?? 0, f.edges.reduce((n, e) => n + (e.child.cpuMs() ?? 0), 0)];

@@ -8,7 +8,7 @@
 // at every size is the copy itself; what grows with the size is every edge's background times
 // how long the round takes (bench/README.md, "Where a 200-edge prewarm's CPU goes").
 //
-//   npx tsx bench/fleet/cost.ts --edges 20 [--tiers P] [--seconds 10] [--switches 200] [--fills 3]
+//   npx tsx bench/fleet/cost.ts --edges 20 [--tiers P] [--settle 2] [--seconds 10] [--switches 200] [--fills 3]
 //   (--switches 0 or --fills 0 leaves that part out)
 
 import fs from "node:fs";
@@ -64,6 +64,8 @@ async function untilHit(edges: Edge[], path: string): Promise<void> {
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const seconds = takeNumber(args, "--seconds", 10);
+  // How long the fleet idles after its last edge started before the idle window is measured.
+  const settle = takeNumber(args, "--settle", 2);
   const switches = takeNumber(args, "--switches", 200);
   const fills = takeNumber(args, "--fills", 3);
   const opts = parseOptions(args);
@@ -75,7 +77,7 @@ async function main(): Promise<void> {
     await startEdges(opts, f, 0, Math.max(1, opts.tiers));
     await startEdges(opts, f, Math.max(1, opts.tiers), opts.edges);
     const n = opts.edges;
-    await sleep(2000);
+    await sleep(settle * 1000);
     const idle = await measure(f, () => sleep(seconds * 1000));
     log(`idle: each edge ${fmt((idle.edgesMs / n / idle.wallMs) * 1000, 2)} ms CPU per s; origin ${fmt((idle.originMs / idle.wallMs) * 1000, 1)} ms per s`);
 

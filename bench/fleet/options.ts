@@ -17,6 +17,8 @@ export interface Options {
   floorRounds: number;
   cacheBytes: number;
   pollMs: number;
+  /** Seconds the fleet idles after its last edge started, before anything at full size is measured. */
+  settleS: number;
   phaseTimeoutMs: number;
   startupTimeoutMs: number;
   maxTimeS: number;
@@ -48,6 +50,9 @@ Options:
   --floor-rounds F        rounds of the floor (every edge answers GET /healthz) (default 10)
   --cache-mib M           COFFER_EDGE_CACHE_BYTES of each edge, in MiB (default 64)
   --poll-ms MS            interval between HEADs to one edge while waiting for HIT (default 50)
+  --settle S              seconds the fleet idles after its last edge started, before anything at
+                          full size is measured: a fleet just started spends more on its background
+                          for about a minute (default 0: at once)
   --phase-timeout S       limit for one prewarm round or one wait for the edges (default 30)
   --startup-timeout S     limit for all edges to report listening (default 300)
   --max-time SECONDS      limit for the whole run (default 1800)
@@ -77,6 +82,7 @@ export function parseOptions(argv: string[]): Options | null {
       "floor-rounds": { type: "string" },
       "cache-mib": { type: "string" },
       "poll-ms": { type: "string" },
+      settle: { type: "string" },
       "phase-timeout": { type: "string" },
       "startup-timeout": { type: "string" },
       "max-time": { type: "string" },
@@ -105,6 +111,7 @@ export function parseOptions(argv: string[]): Options | null {
     floorRounds: positiveNumber(values["floor-rounds"], 10, "--floor-rounds", true),
     cacheBytes: Math.round(positiveNumber(values["cache-mib"], 64, "--cache-mib") * MiB),
     pollMs: positiveNumber(values["poll-ms"], 50, "--poll-ms"),
+    settleS: values.settle === undefined || values.settle === "0" ? 0 : positiveNumber(values.settle, 0, "--settle"),
     phaseTimeoutMs: positiveNumber(values["phase-timeout"], 30, "--phase-timeout") * 1000,
     startupTimeoutMs: positiveNumber(values["startup-timeout"], 300, "--startup-timeout") * 1000,
     maxTimeS: positiveNumber(values["max-time"], 1800, "--max-time"),

@@ -115,7 +115,8 @@ export function renderReport(opts: Options, s: Summary): string {
   const lines: string[] = [""];
   lines.push(
     `fleet benchmark${opts.label ? ` [${opts.label}]` : ""}: ${s.edges} edges${s.tiers > 0 ? ` (${s.tiers} parents, ${s.edges - s.tiers} filling from two of them)` : ""} + 1 origin, ` +
-      `node ${s.node}, ${os.availableParallelism()} CPUs; edges listening after ${fmt(s.startupMs / 1000, 1)} s`,
+      `node ${s.node}, ${os.availableParallelism()} CPUs; edges listening after ${fmt(s.startupMs / 1000, 1)} s` +
+      (opts.settleS > 0 ? `, measured after ${opts.settleS} s idle` : ""),
   );
   if (s.loadAverageAtStart !== null && s.loadAverageAtStart > os.availableParallelism() / 4) {
     lines.push(`note: the 1-minute load average was ${fmt(s.loadAverageAtStart, 2)} at the start: other work may disturb the figures`);

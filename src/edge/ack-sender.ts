@@ -71,12 +71,12 @@ export class AckSender {
   constructor(private readonly o: AckSenderOptions) {}
 
   /** How long a renewal may wait for its answer: as long as a request may. */
-  get answerWithinMs(): number {
+  private get answerWithinMs(): number {
     return Math.max(100, Math.floor(this.o.leaseMs / 2));
   }
 
   /** Whether acknowledgements go on the stream now (else one request each). */
-  streaming(): boolean {
+  private streaming(): boolean {
     return this.o.clock.monotonic() >= this.requestsUntil;
   }
 

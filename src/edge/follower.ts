@@ -223,7 +223,7 @@ export class FeedFollower {
           buffer = buffer.slice(end + 2);
           applied = this.handle(block) || applied;
         }
-        if (applied) this.sendAck(this.leaseLow());
+        if (applied) this.acks.send(this.leaseLow());
       });
     });
     req.on('error', () => {});
@@ -289,16 +289,12 @@ export class FeedFollower {
   private beat(): void {
     const now = this.clock.monotonic();
     const busy = now - this.changedAt < this.opts.leaseMs * BUSY_LEASES;
-    if (busy || needsRenewal(now, this.leaseUntil, this.opts.leaseMs, this.acks.ackedSeq, this.opts.state.seq)) this.sendAck(true);
+    if (busy || needsRenewal(now, this.leaseUntil, this.opts.leaseMs, this.acks.ackedSeq, this.opts.state.seq)) this.acks.send(true);
   }
 
   /** Whether less than RENEW_AT of a lease is left: an acknowledgement then asks for a renewal. */
   private leaseLow(): boolean {
     return this.leaseUntil - this.clock.monotonic() <= this.opts.leaseMs * RENEW_AT;
-  }
-
-  private sendAck(renew = true): void {
-    if (!this.stopped) this.acks.send(renew);
   }
 
   /** The origin's answer to an acknowledgement sent at `sentAt` while feed stream `epoch` was open. */

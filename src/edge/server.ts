@@ -15,7 +15,8 @@ import { nodeHmac } from '../core/hmac-node.js';
 import type { Visibility } from '../core/records.js';
 import { EdgeCache, defaultCapacity, type CachedBytes } from './cache.js';
 import { fillSources } from './sources.js';
-import { tierRoute } from './tier-route.js';
+import { PARENT_HOT_FILES, tierRoute } from './tier-route.js';
+import { HotBytes } from '../core/hot-bytes.js';
 import { StatusReport } from './status.js';
 import { LinkChecker, decide, notModified, originForm, parseRange, parseTarget, type ByteRange, type Judgement } from './delivery.js';
 import { passThroughFromOrigin } from './pass-through.js';
@@ -51,6 +52,8 @@ export interface RunningEdge {
   cache: EdgeCache;
   /** Makes image variants (contract §13). */
   variants: VariantMaker;
+  /** Files sent to child edges from one buffer (core/hot-bytes.ts). */
+  childCopies: HotBytes;
   /** Sends what has been served since the last usage report now (tests; the edge reports every 10 s). */
   reportUsage(): Promise<void>;
   close(): Promise<void>;
@@ -263,7 +266,8 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
   const passThrough = passThroughFromOrigin({ origin: originConn, token, judge, refused, metrics: () => metrics, track: (e) => responses.track(e) });
   const status = new StatusReport({ id: follower.edgeId, name: config.edgeName, parents: parents.map((p) => p.url), startedAt: clock.now(), seq: () => state.seq, cache });
   const usage = new UsageMeter(originConn, () => ({ authorization: `Bearer ${token}` }), opts.usageIntervalMs ?? 10_000, (err) => log.warn({ err }, 'reporting usage failed'), () => status.now());
-  const servePeer = tierRoute({ tokens: config.edgeTokens, follower, state, cache, onError: (err, id) => log.warn({ err, file_id: id }, 'a fill for a child edge failed') });
+  const childCopies = new HotBytes({ ...PARENT_HOT_FILES, clock });
+  const servePeer = tierRoute({ tokens: config.edgeTokens, follower, state, cache, hot: childCopies, onError: (err, id) => log.warn({ err, file_id: id }, 'a fill for a child edge failed') });
   const accessLog = config.edgeAccessLog ? AccessLog.open(config.edgeAccessLog) : null;
   const maker = new VariantMaker(cache, variantOptions(config));
   const metrics = edgeMetrics({ cache, state, follower, clock, variants: maker, token: config.metricsToken, onAnswered: [usage.answered, status.answered, ...(accessLog ? [accessLog.answered] : [])] });
@@ -357,6 +361,7 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
     follower,
     cache,
     variants: maker,
+    childCopies,
     reportUsage: () => usage.flush(),
     close() {
       closing ??= (async () => {
@@ -373,6 +378,7 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
         await accessLog?.close();
         await maker.close();
         passThrough.close();
+        childCopies.clear();
         recheckAgent.destroy();
         unwatch();
       })();

@@ -7,8 +7,10 @@
  * (and its own prefetch) make one fetch upstream.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import type http from 'node:http';
 import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
+import type { HotBytes } from '../core/hot-bytes.js';
 import type { EdgeCache } from './cache.js';
 import type { EdgeState } from './state.js';
 import { sendError } from './answer-headers.js';
@@ -31,7 +33,12 @@ export interface TierRouteDeps {
   onError(err: unknown, fileId: string): void;
   /** The seq wait and the 102 beat run on it (default: the system's). */
   clock?: Clock;
+  /** Files this edge sends its children from one buffer (PARENT_HOT_FILES); without it, each reads the cache. */
+  hot?: HotBytes;
 }
+
+/** A parent holds a file up to 16 MiB, 32 MiB in all, in memory while its children fetch it. */
+export const PARENT_HOT_FILES = { capacity: 32 << 20, fileLimit: 16 << 20, idleMs: 10_000 };
 
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 
@@ -137,6 +144,11 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
         unavailable(res, 'no_room', 'This edge cannot keep this file now.');
         return;
       }
+      const held = bytes.memory ?? (req.method === 'HEAD' ? undefined : await heldCopy(d.hot, id, sha256, bytes.path!, file.size));
+      if (held === null) {
+        sendError(res, 'bad_gateway', 'This edge could not read its copy of the file; try the next source.');
+        return;
+      }
       if (!d.follower.serving() || !current()) {
         unavailable(res, 'changed', 'The file changed while this edge fetched it.');
         return;
@@ -146,10 +158,19 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
       res.writeHead(200, ['Content-Type', 'application/octet-stream', 'Content-Length', String(file.size), 'Cache-Control', 'no-store',
         'X-Content-Type-Options', 'nosniff', 'X-Coffer-Sha256', sha256, 'X-Coffer-Seq', String(d.state.seq)]);
       if (req.method === 'HEAD' || file.size === 0) res.end();
-      else if (bytes.memory) res.end(bytes.memory);
+      else if (held) res.end(held);
       else await streamFile(bytes.path!, 0, file.size - 1, res, current).catch(() => res.destroy());
     } finally {
       clock.clearInterval(beat);
     }
   };
+}
+
+/**
+ * The cached file `path` as one buffer shared with every child asking for it meanwhile, or
+ * undefined when it is not held in memory (then it is streamed); null when it could not be read.
+ */
+async function heldCopy(hot: HotBytes | undefined, id: string, sha256: string, path: string, size: number): Promise<Buffer | undefined | null> {
+  const held = hot?.get(`${id}\n${sha256}`, size, async () => createReadStream(path, { highWaterMark: 1 << 20 }));
+  return held ? await held.catch(() => null) : undefined;
 }

@@ -3,6 +3,7 @@
  * re-check, and a ready file's bytes. Built on the stores it is given; the origin's routes
  * (origin/edge-routes.ts) only carry it over HTTP.
  */
+import type { ByteSource, HotBytes } from '../core/hot-bytes.js';
 import { isBlobNotFound, type BlobStore, type MetadataStore, type StoredFile } from '../core/ports.js';
 import { ROOT_CONTEXT, chainIsComplete, fileEventData, folderEventData } from '../service/records.js';
 
@@ -20,7 +21,8 @@ export interface EdgeFileRecord {
 }
 
 export interface EdgeBlob {
-  stream: NodeJS.ReadableStream;
+  /** The bytes: one buffer shared by every edge asking for a new file at once, else a stream. */
+  body: NodeJS.ReadableStream | Buffer;
   size: number;
   sha256: string | null;
 }
@@ -44,6 +46,7 @@ export class EdgeRecords {
     private readonly meta: Pick<MetadataStore, 'lastEventSeq' | 'allFolders' | 'allReadyFiles' | 'read'>,
     private readonly blobs: Pick<BlobStore, 'read'>,
     private readonly gate?: FillGate,
+    private readonly hot?: HotBytes,
   ) {}
 
   /** Every folder and ready file, with the sequence they are at least as new as. */
@@ -78,8 +81,10 @@ export class EdgeRecords {
       file = await this.readyFile(id);
       if (!file) return undefined;
     }
+    const { blob_key: key, size, sha256 } = file;
     try {
-      return { stream: await this.blobs.read(file.blob_key), size: file.size, sha256: file.sha256 };
+      const held = this.hot?.get(`${key}\n${sha256}`, size, async () => (await this.blobs.read(key)) as ByteSource);
+      return { body: held ? await held : await this.blobs.read(key), size, sha256 };
     } catch (err) {
       if (isBlobNotFound(err)) return undefined;
       throw err;

@@ -100,6 +100,6 @@ function edgeRoutes(app: FastifyInstance, service: CofferService, { hub, records
     reply.header('Content-Type', 'application/octet-stream');
     reply.header('Content-Length', String(blob.size));
     reply.header('X-Sha256', blob.sha256 ?? '');
-    return reply.send(blob.stream);
+    return reply.send(blob.body);
   });
 }

@@ -17,6 +17,7 @@ import { buildS3App } from '../s3/server.js';
 import { EdgeHub } from '../feed/hub.js';
 import { openEventWake } from '../feed/event-wake.js';
 import { EdgeRecords } from '../feed/records.js';
+import { HotBytes } from '../core/hot-bytes.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { join } from 'node:path';
 import { listenerCaps } from '../core/fd-budget.js';
@@ -65,6 +66,9 @@ export const sweepInterval = (ttlSeconds: number): number => Math.min(60_000, Ma
 
 /** How long after its completion a new file's bytes may wait for the edges' acknowledgements (feed/records.ts). */
 const FILL_HOLD_MS = 1000;
+
+/** New files up to 16 MiB, 64 MiB in all, held in memory while edges fetch them (core/hot-bytes.ts). */
+const HOT_FILES = { capacity: 64 << 20, fileLimit: 16 << 20, idleMs: 10_000 };
 
 export async function startOrigin(config: Config, opts: StartOriginOptions = {}): Promise<RunningOrigin> {
   const clock = opts.clock ?? systemClock;
@@ -123,7 +127,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     sessionTtlSeconds: config.sessionTtl, headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs, connections,
     ...(opts.logStream ? { logStream: opts.logStream } : {}),
     ...(opts.playgroundDir ? { playgroundDir: opts.playgroundDir } : {}),
-    edges: { hub, records: new EdgeRecords(meta, blobs, { settled: (ms) => hub.settled(ms), now: () => clock.now(), holdMs: FILL_HOLD_MS }), tokens: credentials.edgeTokens },
+    edges: { hub, records: new EdgeRecords(meta, blobs, { settled: (ms) => hub.settled(ms), now: () => clock.now(), holdMs: FILL_HOLD_MS }, new HotBytes({ ...HOT_FILES, clock })), tokens: credentials.edgeTokens },
     metrics, ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
   });
   if (dataDir.warning) app.log.warn(dataDir.warning);

@@ -113,10 +113,14 @@ describe('fill through a parent', () => {
     const parent = await edge([], {}, t);
     const children = await Promise.all(Array.from({ length: 6 }, () => edge([parent.edge.url], {}, t)));
     const servedBefore = parent.edge.cache.counts.servedToChildren;
+    const loadsBefore = parent.edge.childCopies.loads;
     const f = await upload(3_000_000);
     await waitCached([parent, ...children], f.id, 30_000);
     expect(t.blobFetches(f.id)).toBe(1);
     expect(parent.edge.cache.counts.servedToChildren - servedBefore).toBe(6);
+    // Over the cache's 1 MiB in memory: read from the parent's disk once, for all six.
+    expect(parent.edge.childCopies.loads - loadsBefore).toBe(1);
+    for (const c of children) expect(sha256((await get(c, f.path)).body)).toBe(f.sha);
     for (const c of children) expect(c.edge.cache.counts.failovers).toBe(0);
   });
 
@@ -347,5 +351,22 @@ describe('parents in a loop', () => {
     // Each fill found its parent in a loop (refused, or silent for 3 s) and went to the origin.
     expect(t.blobFetches(f.id)).toBeGreaterThanOrEqual(1);
     expect(t.blobFetches(f.id)).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('a parent\'s copy held in memory for its children', () => {
+  it('answers nothing for a file deleted since it held the bytes for its children in memory', async () => {
+    const auth = { authorization: `Bearer ${o.origin.credentials.edgeTokens[0]!}` };
+    const holder = await edge();
+    const big = await upload(2_000_000);
+    await waitCached([holder], big.id);
+    const askBig = () => fetch(`${holder.edge.url}/_edge/blob/${big.id}?sha256=${big.sha}&seq=0`, { headers: auth });
+    const first = await askBig();
+    expect(sha256(Buffer.from(await first.arrayBuffer()))).toBe(big.sha);
+    expect(holder.edge.childCopies.bytes).toBeGreaterThanOrEqual(2_000_000);
+    expect((await o.post('/collections/file/delete', { file_id: big.id })).status).toBe(200);
+    const after = await askBig();
+    expect(after.status).toBe(404);
+    expect(Buffer.from(await after.arrayBuffer()).includes(big.bytes.subarray(0, 64))).toBe(false);
   });
 });

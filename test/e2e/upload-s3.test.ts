@@ -74,13 +74,18 @@ describe('the HTTP upload flow on S3 (s3rver)', () => {
 
     // What edges fetch.
     const token = o.origin.credentials.edgeTokens[0]!;
-    const blob = await fetch(`${o.url}/_edge/blob/${s.file_id}`, { headers: { authorization: `Bearer ${token}` } });
+    const edgeFetch = () => fetch(`${o.url}/_edge/blob/${s.file_id}`, { headers: { authorization: `Bearer ${token}` } });
+    const blob = await edgeFetch();
     expect(blob.status).toBe(200);
     expect(blob.headers.get('x-sha256')).toBe(sha256(bytes));
     expect(sha256(Buffer.from(await blob.arrayBuffer()))).toBe(sha256(bytes));
+    // Many edges at once: the origin reads the object once and sends each the same bytes.
+    const many = await Promise.all(Array.from({ length: 8 }, async () => Buffer.from(await (await edgeFetch()).arrayBuffer())));
+    for (const b of many) expect(sha256(b)).toBe(sha256(bytes));
 
-    // Deleting removes the object from the bucket.
+    // Deleting removes the object from the bucket, and the origin's copy in memory stops answering.
     expect((await o.post('/collections/file/delete', { file_id: s.file_id })).status).toBe(200);
+    expect((await edgeFetch()).status).toBe(404);
     expect(await poll(async () => (await o.origin.stores.blobs.size(s.key)) === null, { timeoutMs: 5000 })).toBe(true);
   });
 

@@ -24,6 +24,12 @@ function counted(bytes: Buffer, chunk = 64 * 1024) {
   return { reads, open };
 }
 
+/** A get that must be held (not null). */
+function must(p: Promise<Buffer> | null): Promise<Buffer> {
+  expect(p).not.toBeNull();
+  return p!;
+}
+
 const hot = (clock = new ManualClock(), capacity = 8 * MiB, fileLimit = 4 * MiB) => ({ clock, h: new HotBytes({ capacity, fileLimit, idleMs: 10_000, clock }) });
 
 describe('HotBytes', () => {
@@ -31,7 +37,7 @@ describe('HotBytes', () => {
     const { h } = hot();
     const bytes = Buffer.from(Array.from({ length: MiB + 3 }, (_, i) => i % 251));
     const src = counted(bytes);
-    const all = await Promise.all(Array.from({ length: 50 }, () => h.get('k', bytes.length, src.open)));
+    const all = await Promise.all(Array.from({ length: 50 }, () => must(h.get('k', bytes.length, src.open))));
     expect(src.reads.n).toBe(1);
     for (const b of all) expect(b.equals(bytes)).toBe(true);
     expect(h.loads).toBe(1);
@@ -94,7 +100,7 @@ describe('HotBytes', () => {
     await expect(h.get('long', 10, counted(Buffer.alloc(11)).open)).rejects.toThrow(/longer/);
     expect(h.bytes).toBe(0);
     const ok = counted(Buffer.alloc(10, 7));
-    expect((await h.get('short', 10, ok.open)).equals(Buffer.alloc(10, 7))).toBe(true);
+    expect((await must(h.get('short', 10, ok.open))).equals(Buffer.alloc(10, 7))).toBe(true);
   });
 
   it('reads again for another size under the same key, and after drop', async () => {
@@ -102,7 +108,7 @@ describe('HotBytes', () => {
     const a = counted(Buffer.alloc(10, 1));
     await h.get('k', 10, a.open);
     const b = counted(Buffer.alloc(12, 2));
-    expect((await h.get('k', 12, b.open)).length).toBe(12);
+    expect((await must(h.get('k', 12, b.open))).length).toBe(12);
     expect(h.bytes).toBe(12);
     h.drop('k');
     expect(h.bytes).toBe(0);

@@ -7,8 +7,9 @@
  *
  * Bounded: files up to `fileLimit`, `capacity` bytes in all (a file being read counts from its
  * start); a file that does not fit is not held, and its caller reads it as before. An entry
- * idle for `idleMs` is dropped. A buffer already handed to a slow socket stays alive until that
- * socket has taken it; it is no longer counted once dropped.
+ * idle for `idleMs` is dropped. A buffer stays counted while any caller still uses it (a slow or
+ * stalled socket has not taken it all), even once dropped: slow readers of many files cannot
+ * keep more than `capacity` alive, they only make later callers read as before.
  */
 import { systemClock, type Clock, type TimerHandle } from './clock.js';
 
@@ -27,6 +28,16 @@ interface Entry {
   bytes: Promise<Buffer>;
   ready: boolean;
   usedAt: number;
+  /** Callers that took it and have not released it. */
+  users: number;
+  /** No longer in the map; still counted until its last user releases it. */
+  gone: boolean;
+}
+
+/** A file taken from HotBytes: its bytes, and `release` once they are written (or given up). */
+export interface HeldBytes {
+  bytes: Promise<Buffer>;
+  release(): void;
 }
 
 export class HotBytes {
@@ -48,12 +59,19 @@ export class HotBytes {
     return this.held;
   }
 
+  /** Like `take`, for a caller done with the bytes as soon as it has them. */
+  get(key: string, size: number, open: () => Promise<ByteSource>): Promise<Buffer> | null {
+    const t = this.take(key, size, open);
+    return t ? t.bytes.finally(t.release) : null;
+  }
+
   /**
    * The whole of the file `key` (`size` bytes), read by `open` once and shared by every caller
    * until it idles out; null when it cannot be held (too large, or no room). A read that fails
-   * or gives another length rejects every caller waiting on it and is not kept.
+   * or gives another length rejects every caller waiting on it and is not kept. The caller
+   * must call `release` once the bytes are written or given up: until then they count.
    */
-  get(key: string, size: number, open: () => Promise<ByteSource>): Promise<Buffer> | null {
+  take(key: string, size: number, open: () => Promise<ByteSource>): HeldBytes | null {
     const now = this.clock.monotonic();
     const found = this.entries.get(key);
     if (found && found.size === size) {
@@ -62,11 +80,11 @@ export class HotBytes {
       // Most recently used last: eviction walks from the front.
       this.entries.delete(key);
       this.entries.set(key, found);
-      return found.bytes;
+      return this.lease(found);
     }
     if (found) this.drop(key);
     if (size > this.opts.fileLimit || !this.makeRoom(size)) return null;
-    const entry: Entry = { size, bytes: Promise.resolve(Buffer.alloc(0)), ready: false, usedAt: now };
+    const entry: Entry = { size, bytes: Promise.resolve(Buffer.alloc(0)), ready: false, usedAt: now, users: 0, gone: false };
     entry.bytes = readWhole(open, size).then(
       (buf) => {
         entry.ready = true;
@@ -81,7 +99,7 @@ export class HotBytes {
     this.held += size;
     this.loads++;
     this.arm();
-    return entry.bytes;
+    return this.lease(entry);
   }
 
   /** Forgets `key` (a file deleted or replaced): the next caller reads it again. */
@@ -89,23 +107,38 @@ export class HotBytes {
     const e = this.entries.get(key);
     if (!e) return;
     this.entries.delete(key);
-    this.held -= e.size;
+    e.gone = true;
+    if (e.users === 0) this.held -= e.size;
   }
 
-  /** Drops everything and stops the sweeper. */
+  /** Drops everything and stops the sweeper (bytes still in use count until released). */
   clear(): void {
-    this.entries.clear();
-    this.held = 0;
+    for (const key of [...this.entries.keys()]) this.drop(key);
     this.clock.clearTimeout(this.sweeper);
     this.sweeper = undefined;
   }
 
-  /** Evicts idle ready entries, least recently used first, until `size` more fits. */
+  private lease(e: Entry): HeldBytes {
+    e.users++;
+    let released = false;
+    return {
+      bytes: e.bytes,
+      release: () => {
+        if (released) return;
+        released = true;
+        e.users--;
+        if (e.users === 0 && e.gone) this.held -= e.size;
+      },
+    };
+  }
+
+  /** Evicts ready entries nobody uses, least recently used first, until `size` more fits. */
   private makeRoom(size: number): boolean {
     if (size > this.opts.capacity) return false;
     for (const [key, e] of this.entries) {
       if (this.held + size <= this.opts.capacity) break;
-      if (e.ready) this.drop(key);
+      // Dropping one in use would free nothing.
+      if (e.ready && e.users === 0) this.drop(key);
     }
     return this.held + size <= this.opts.capacity;
   }
@@ -121,7 +154,7 @@ export class HotBytes {
 
   private sweep(): void {
     const now = this.clock.monotonic();
-    for (const [key, e] of this.entries) if (e.ready && now - e.usedAt >= this.opts.idleMs) this.drop(key);
+    for (const [key, e] of this.entries) if (e.ready && e.users === 0 && now - e.usedAt >= this.opts.idleMs) this.drop(key);
     if (this.entries.size > 0) this.arm();
   }
 }

@@ -144,7 +144,7 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
         unavailable(res, 'no_room', 'This edge cannot keep this file now.');
         return;
       }
-      const held = bytes.memory ?? (req.method === 'HEAD' ? undefined : await heldCopy(d.hot, id, sha256, bytes.path!, file.size));
+      const held = bytes.memory ?? (req.method === 'HEAD' ? undefined : await heldCopy(d.hot, id, sha256, bytes.path!, file.size, res));
       if (held === null) {
         sendError(res, 'bad_gateway', 'This edge could not read its copy of the file; try the next source.');
         return;
@@ -169,8 +169,12 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
 /**
  * The cached file `path` as one buffer shared with every child asking for it meanwhile, or
  * undefined when it is not held in memory (then it is streamed); null when it could not be read.
+ * It counts as held until `res` closes: a child that stalls keeps it, and it stays counted.
  */
-async function heldCopy(hot: HotBytes | undefined, id: string, sha256: string, path: string, size: number): Promise<Buffer | undefined | null> {
-  const held = hot?.get(`${id}\n${sha256}`, size, async () => createReadStream(path, { highWaterMark: 1 << 20 }));
-  return held ? await held.catch(() => null) : undefined;
+async function heldCopy(hot: HotBytes | undefined, id: string, sha256: string, path: string, size: number, res: http.ServerResponse): Promise<Buffer | undefined | null> {
+  const held = hot?.take(`${id}\n${sha256}`, size, async () => createReadStream(path, { highWaterMark: 1 << 20 }));
+  if (!held) return undefined;
+  if (res.closed) held.release();
+  else res.once('close', held.release);
+  return await held.bytes.catch(() => null);
 }

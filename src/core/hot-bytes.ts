@@ -32,6 +32,9 @@ interface Entry {
   users: number;
   /** No longer in the map; still counted until its last user releases it. */
   gone: boolean;
+  /** While read: when the last bytes came, and how to give the read up. */
+  movedAt: number;
+  stop?: (err: Error) => void;
 }
 
 /** A file taken from HotBytes: its bytes, and `release` once they are written (or given up). */
@@ -84,8 +87,8 @@ export class HotBytes {
     }
     if (found) this.drop(key);
     if (size > this.opts.fileLimit || !this.makeRoom(size)) return null;
-    const entry: Entry = { size, bytes: Promise.resolve(Buffer.alloc(0)), ready: false, usedAt: now, users: 0, gone: false };
-    entry.bytes = readWhole(open, size).then(
+    const entry: Entry = { size, bytes: Promise.resolve(Buffer.alloc(0)), ready: false, usedAt: now, users: 0, gone: false, movedAt: now };
+    entry.bytes = this.load(entry, open).then(
       (buf) => {
         entry.ready = true;
         return buf;
@@ -143,6 +146,31 @@ export class HotBytes {
     return this.held + size <= this.opts.capacity;
   }
 
+  /**
+   * Reads the entry's bytes; given up (its callers told, the source destroyed) once stalled for
+   * idleMs, so a read stuck in the storage does not hold every later caller with it.
+   */
+  private load(entry: Entry, open: () => Promise<ByteSource>): Promise<Buffer> {
+    let source: ByteSource | undefined;
+    let stopped = false;
+    const destroy = () => (source as { destroy?: () => void } | undefined)?.destroy?.();
+    const stalled = new Promise<never>((_, reject) => {
+      entry.stop = (err) => {
+        stopped = true;
+        destroy();
+        reject(err);
+      };
+    });
+    const read = (async () => {
+      source = await open();
+      if (stopped) destroy();
+      return await readWhole(source, entry.size, () => (entry.movedAt = this.clock.monotonic()));
+    })();
+    // Once given up, the read's own end is nobody's concern.
+    read.catch(() => {});
+    return Promise.race([read, stalled]);
+  }
+
   private arm(): void {
     if (this.sweeper !== undefined) return;
     this.sweeper = this.clock.setTimeout(() => {
@@ -154,17 +182,20 @@ export class HotBytes {
 
   private sweep(): void {
     const now = this.clock.monotonic();
-    for (const [key, e] of this.entries) if (e.ready && e.users === 0 && now - e.usedAt >= this.opts.idleMs) this.drop(key);
+    for (const [key, e] of this.entries) {
+      if (e.ready && e.users === 0 && now - e.usedAt >= this.opts.idleMs) this.drop(key);
+      else if (!e.ready && now - e.movedAt >= this.opts.idleMs) e.stop?.(new Error(`the storage sent nothing for ${this.opts.idleMs} ms`));
+    }
     if (this.entries.size > 0) this.arm();
   }
 }
 
 /** Reads exactly `size` bytes into one buffer; fewer or more is an error. */
-async function readWhole(open: () => Promise<ByteSource>, size: number): Promise<Buffer> {
-  const source = await open();
+async function readWhole(source: ByteSource, size: number, moved: () => void): Promise<Buffer> {
   const out = Buffer.allocUnsafeSlow(size);
   let at = 0;
   for await (const chunk of source) {
+    moved();
     if (at + chunk.length > size) throw new Error(`stored bytes longer than the record's ${size}`);
     out.set(chunk, at);
     at += chunk.length;

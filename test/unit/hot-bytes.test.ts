@@ -126,6 +126,25 @@ describe('HotBytes', () => {
     expect(clock.pending).toBe(0);
   });
 
+  it('gives up a read that stalls for idleMs: its callers hear so, the next caller reads again', async () => {
+    const { clock, h } = hot();
+    let destroyed = 0;
+    const stuck = async (): Promise<ByteSource> => {
+      const s = new Readable({ read() {} });
+      s.push(Buffer.alloc(10));
+      s.on('close', () => destroyed++);
+      return s;
+    };
+    const waiting = [h.get('k', 100, stuck), h.get('k', 100, stuck), h.get('never', 100, () => new Promise(() => {}))];
+    const settled = Promise.allSettled(waiting);
+    await clock.advance(25_000);
+    for (const r of await settled) expect(r.status).toBe('rejected');
+    expect(destroyed).toBe(1);
+    expect(h.bytes).toBe(0);
+    const ok = counted(Buffer.alloc(100, 5));
+    expect((await must(h.get('k', 100, ok.open)))[0]).toBe(5);
+  });
+
   it('reads again for another size under the same key, and after drop', async () => {
     const { h } = hot();
     const a = counted(Buffer.alloc(10, 1));

@@ -40,6 +40,8 @@ interface Entry {
 /** A file taken from HotBytes: its bytes, and `release` once they are written (or given up). */
 export interface HeldBytes {
   bytes: Promise<Buffer>;
+  /** False when the caller has to wait for the read (what it decided before may have changed meanwhile). */
+  ready: boolean;
   release(): void;
 }
 
@@ -126,6 +128,7 @@ export class HotBytes {
     let released = false;
     return {
       bytes: e.bytes,
+      ready: e.ready,
       release: () => {
         if (released) return;
         released = true;

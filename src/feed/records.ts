@@ -85,7 +85,15 @@ export class EdgeRecords {
     const { blob_key: key, size, sha256 } = file;
     const held = this.hot?.take(`${key}\n${sha256}`, size, async () => (await this.blobs.read(key)) as ByteSource);
     try {
-      return { body: held ? sendHeld(await held.bytes, held) : await this.blobs.read(key), size, sha256 };
+      if (!held) return { body: await this.blobs.read(key), size, sha256 };
+      const buf = await held.bytes;
+      // A read taking its time: a delete or replace that returned meanwhile is not answered after.
+      const now = held.ready ? file : await this.readyFile(id);
+      if (now?.blob_key !== key || now.sha256 !== sha256) {
+        held.release();
+        return undefined;
+      }
+      return { body: sendHeld(buf, held), size, sha256 };
     } catch (err) {
       held?.release();
       if (isBlobNotFound(err)) return undefined;

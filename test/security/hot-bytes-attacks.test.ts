@@ -122,6 +122,8 @@ describe('EdgeRecords over a storage that fails, and edges that stall', () => {
     const stored = new Map<string, Buffer>();
     /** When set, a read gives this many bytes and then fails with it. */
     let breakAfter: { at: number; err: Error } | undefined;
+    /** When set, a read waits for it before its first bytes. */
+    let gate: Promise<void> | undefined;
     const reads = { n: 0 };
     const meta = { read: { getFile: async (id: string) => files.get(id) } } as unknown as ConstructorParameters<typeof EdgeRecords>[0];
     const blobs = {
@@ -130,7 +132,9 @@ describe('EdgeRecords over a storage that fails, and edges that stall', () => {
         const b = stored.get(key);
         if (!b) throw new BlobNotFoundError(key);
         const cut = breakAfter;
+        const wait = gate;
         return (async function* () {
+          await wait;
           for (let at = 0; at < b.length; at += 64 * 1024) {
             if (cut && at >= cut.at) throw cut.err;
             yield b.subarray(at, at + 64 * 1024);
@@ -143,7 +147,7 @@ describe('EdgeRecords over a storage that fails, and edges that stall', () => {
       stored.set(`k-${id}`, bytes);
       files.set(id, { id, status: 'ready', blob_key: `k-${id}`, size: bytes.length, sha256: sha256(bytes), completed_at: null } as StoredFile);
     };
-    return { r: new EdgeRecords(meta, blobs, undefined, hot), hot, add, reads, breakOn: (b: typeof breakAfter) => (breakAfter = b) };
+    return { r: new EdgeRecords(meta, blobs, undefined, hot), hot, add, files, reads, breakOn: (b: typeof breakAfter) => (breakAfter = b), hold: (g: typeof gate) => (gate = g) };
   }
   const drain = async (s: NodeJS.ReadableStream) => {
     const parts: Buffer[] = [];
@@ -167,6 +171,28 @@ describe('EdgeRecords over a storage that fails, and edges that stall', () => {
     const whole = await drain((await r.blob('f'))!.body);
     expect(whole.equals(bytes)).toBe(true);
     expect(reads.n).toBe(before + 1);
+  });
+
+  it('a file deleted or replaced while its bytes are read into memory: the edges that waited get nothing', async () => {
+    const { r, hot, add, files, hold } = setup();
+    add('f', randomBytes(MiB));
+    let open!: () => void;
+    hold(new Promise((res) => (open = res)));
+    const waiting = Array.from({ length: 4 }, () => r.blob('f'));
+    await waitFor(() => hot.loads === 1, { what: 'the read began' });
+    files.delete('f');
+    open();
+    expect(await Promise.all(waiting)).toEqual(Array(4).fill(undefined));
+    hold(undefined);
+    add('g', randomBytes(MiB));
+    hold(new Promise((res) => (open = res)));
+    const replaced = r.blob('g');
+    await waitFor(() => hot.loads === 2, { what: 'the read began' });
+    add('g', randomBytes(MiB));
+    open();
+    expect(await replaced).toBeUndefined();
+    const now = (await r.blob('g'))!;
+    expect(sha256(await drain(now.body))).toBe(files.get('g')!.sha256);
   });
 
   it('edges stalled on many distinct files keep no more than the capacity alive; the rest are streamed', async () => {

@@ -2,6 +2,7 @@
 // starts them, then, read from /proc/<pid>/task/*/schedstat (nanoseconds, every thread):
 //   idle         each edge's and the origin's CPU per second with nothing changing;
 //   per change   each edge's and the origin's CPU per visibility switch, switched back to back;
+//                with fills too, measured again after them (a starved round must leave no change dearer);
 //   per fill     each edge's CPU per verified copy of a new 10 MiB file (every edge asked once
 //                with HEAD, which joins the fill), and the origin's per copy sent.
 // Run it at a few fleet sizes to see which cost grows with the fleet: a fill that costs the same
@@ -16,6 +17,7 @@ import { performance } from "node:perf_hooks";
 import { randomBytes } from "node:crypto";
 import { fmt, installExitHandlers, log, makeWorkDir, releaseWatchdog, sleep, stopAll } from "../common.js";
 import { parseOptions } from "./options.js";
+import { originCounters } from "./origin-counters.js";
 import { edgeGet } from "./probe.js";
 import { started, startEdges, startOrigin, type Edge, type Fleet } from "./procs.js";
 import { complete, sendParts } from "./upload.js";
@@ -83,13 +85,15 @@ async function main(): Promise<void> {
 
     if (switches > 0) await perChange(f, switches);
     if (fills > 0) await perFill(f, opts.prewarmBytes, fills, idle.edgesMs / n / idle.wallMs);
+    // Again after the fills: a fill round that starved the edges must not leave changes dearer.
+    if (switches > 0 && fills > 0) await perChange(f, switches, "after the fills, ");
   } finally {
     await stopAll(started);
     releaseWatchdog();
   }
 }
 
-async function perChange(f: Fleet, switches: number): Promise<void> {
+async function perChange(f: Fleet, switches: number, when = ""): Promise<void> {
   const n = f.edges.length;
   const small = await complete(f.api, await sendParts(f.api, randomBytes(4096), "switched.bin"));
   await untilHit(f.edges, small.deliveryPath);
@@ -97,8 +101,11 @@ async function perChange(f: Fleet, switches: number): Promise<void> {
     for (let i = 0; i < count; i++) await f.api.post("/collections/file/update", { file_id: small.fileId, visibility: i % 2 === 0 ? "Private" : "Public" });
   };
   await flip(20);
+  const before = await originCounters(f);
   const change = await measure(f, () => flip(switches));
-  log(`per switch (${switches} back to back, ${fmt(change.wallMs / switches, 1)} ms each): each edge ${fmt((change.edgesMs / n / switches) * 1000, 0)} µs; origin ${fmt(change.originMs / switches, 2)} ms`);
+  const after = await originCounters(f);
+  log(`${when}per switch (${switches} back to back, ${fmt(change.wallMs / switches, 1)} ms each): each edge ${fmt((change.edgesMs / n / switches) * 1000, 0)} µs; origin ${fmt(change.originMs / switches, 2)} ms; ` +
+    `acknowledgements by request ${fmt((after.ackRequests - before.ackRequests) / switches, 1)} per switch, acknowledgement streams ended ${after.ackStreams - before.ackStreams}`);
 }
 
 /** `idleRate`: each edge's idle CPU, ms per ms, to set beside its fill. */

@@ -40,6 +40,8 @@ interface Pending {
   sentAt: number;
   epoch: number;
   timer: TimerHandle;
+  /** Unanswered in time: acknowledgements went to requests, and an answer still brings them back. */
+  late: boolean;
 }
 
 /** After falling back to one request each, the stream is tried again after this many leases. */
@@ -94,8 +96,14 @@ export class AckSender {
     }
     // A stream tried again may still be held by a proxy: one renewal tests it, and until it is
     // answered a change is acknowledged by request too, not left waiting for the test to fail.
-    if (this.pending.size === 0) this.streamAck(true);
+    if (!this.probing()) this.streamAck(true);
     this.requestAck();
+  }
+
+  /** Whether a streamed renewal is waiting for its answer in time. */
+  private probing(): boolean {
+    for (const p of this.pending.values()) if (!p.late) return true;
+    return false;
   }
 
   /** An `event: lease` line of the feed: the answer to streamed renewal `n`. */
@@ -113,6 +121,8 @@ export class AckSender {
     }
     this.proven = true;
     this.retryLeases = STREAM_RETRY_LEASES;
+    // Answered late: the origin was slow, not a proxy holding the lines. Back to the stream.
+    this.requestsUntil = 0;
     this.o.answered(data as LeaseAnswer, p.sentAt, p.epoch);
   }
 
@@ -158,7 +168,7 @@ export class AckSender {
     if (renew) {
       const timer = this.o.clock.setTimeout(() => this.unanswered(n), this.answerWithinMs);
       timer.unref?.();
-      this.pending.set(n, { sentAt: this.o.clock.monotonic(), epoch: this.o.epoch(), timer });
+      this.pending.set(n, { sentAt: this.o.clock.monotonic(), epoch: this.o.epoch(), timer, late: false });
     }
     req.write(`{"n":${n},"seq":${seq}${renew ? ',"renew":true' : ''}}\n`, () => this.through(n));
     if (req.writableLength > MAX_UNSENT) this.fallBack(STREAM_RETRY_LEASES);
@@ -179,7 +189,7 @@ export class AckSender {
     // Closed under a renewal, the stream may never carry one: that renewal goes by request.
     req.on('close', () => {
       if (this.stream !== req) return;
-      if (this.pending.size > 0) this.fallBack(STREAM_RETRY_LEASES);
+      if (this.probing()) this.fallBack(STREAM_RETRY_LEASES);
       else this.closeStream();
     });
     req.flushHeaders();
@@ -187,17 +197,30 @@ export class AckSender {
     return req;
   }
 
-  /** A streamed renewal went unanswered: acknowledgements go one request each, for longer each time. */
+  /**
+   * A streamed renewal went unanswered in time: acknowledgements go one request each, for longer
+   * each time. The stream stays open, so an origin that was only slow (busy, or starved of CPU)
+   * and answers late brings them back to it at once; behind a proxy that holds the lines, no
+   * answer comes.
+   */
   private unanswered(n: number): void {
-    if (!this.pending.has(n)) return;
-    this.fallBack(this.retryLeases);
+    if (this.pending.get(n)?.late !== false) return;
+    for (const p of this.pending.values()) {
+      this.o.clock.clearTimeout(p.timer);
+      p.late = true;
+    }
+    this.toRequests(this.retryLeases);
     this.retryLeases = Math.min(MAX_RETRY_LEASES, this.retryLeases * 2);
   }
 
   private fallBack(leases: number): void {
     this.closeStream();
+    this.toRequests(leases);
+  }
+
+  private toRequests(leases: number): void {
     this.proven = false;
-    this.requestsUntil = this.o.clock.monotonic() + leases * this.o.leaseMs;
+    this.requestsUntil = Math.max(this.requestsUntil, this.o.clock.monotonic() + leases * this.o.leaseMs);
     // Lines the stream may have lost are carried by this one: it names the newest sequence.
     if (!this.stopped) this.requestAck();
   }

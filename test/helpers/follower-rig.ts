@@ -31,6 +31,10 @@ export interface FollowerRig {
   dropAckStreams(): void;
   /** While true, acknowledgements are taken but never answered (a partition one way). */
   silent: boolean;
+  /** While true, streamed acknowledgements are kept back, to be taken late by `releaseStreamed` (an origin starved of CPU). */
+  delayStreamed: boolean;
+  /** Takes the streamed acknowledgements kept back, in order: their renewals are answered now. */
+  releaseStreamed(): void;
   /** Appends an event to the log (not published). */
   append(event: NewEvent): Promise<number>;
   /** Moves the clock `ms` in steps, leaving the sockets real time between them. */
@@ -80,7 +84,8 @@ export async function followerRig(leaseMs = 1000, { streamAcks = true as StreamA
   const hub = new EdgeHub(store, { leaseMs, originId: 'origin' }, clock);
   await hub.start();
   const held: http.ServerResponse[] = [];
-  const rig = { acks: 0, ackRequests: 0, ackStreams: 0, silent: false };
+  const rig = { acks: 0, ackRequests: 0, ackStreams: 0, silent: false, delayStreamed: false };
+  const delayed: Array<() => void> = [];
   const ackStreams = new Set<http.IncomingMessage>();
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
@@ -106,7 +111,8 @@ export async function followerRig(leaseMs = 1000, { streamAcks = true as StreamA
       // Taken but, while silent, never passed on: a renewal goes unanswered.
       readAckStream(req, res, (ack) => {
         rig.acks++;
-        if (!rig.silent) hub.takeAck(edge, ack);
+        if (rig.delayStreamed) delayed.push(() => hub.takeAck(edge, ack));
+        else if (!rig.silent) hub.takeAck(edge, ack);
       });
     } else if (url.pathname === '/_edge/ack') {
       rig.acks++;
@@ -133,6 +139,9 @@ export async function followerRig(leaseMs = 1000, { streamAcks = true as StreamA
 
   return Object.assign(rig, {
     clock, store, hub, follower, pass, until,
+    releaseStreamed: () => {
+      for (const take of delayed.splice(0)) take();
+    },
     dropAckStreams: () => {
       for (const req of ackStreams) req.socket.destroy();
     },

@@ -83,6 +83,22 @@ describe('a follower whose acknowledgement stream does not work', () => {
     expect(rig.ackStreams, 'tried again').toBeGreaterThan(opened);
   });
 
+  it('goes back to the stream at once when an origin that was slow answers a renewal late', async () => {
+    rig = await followerRig(LEASE, { streamAcks: true });
+    expect(rig.ackRequests).toBe(0);
+    // An origin starved of CPU: renewals go unanswered past half a lease, and requests carry them.
+    rig.delayStreamed = true;
+    expect(await lapsesOver(rig, 2)).toBe(0);
+    expect(rig.ackRequests, 'acknowledged by request meanwhile').toBeGreaterThan(0);
+    rig.delayStreamed = false;
+    rig.releaseStreamed();
+    await rig.pass(LEASE / 10, 5);
+    const requests = rig.ackRequests;
+    expect(await publish(rig)).toBeLessThan(LEASE / 2);
+    expect(await lapsesOver(rig, 3)).toBe(0);
+    expect(rig.ackRequests, 'back on the stream, not for STREAM_RETRY_LEASES leases on requests').toBe(requests);
+  });
+
   it('keeps its lease when its stream is dropped again and again, renewals under way or not', async () => {
     rig = await followerRig(LEASE, { streamAcks: true });
     expect(rig.ackRequests).toBe(0);

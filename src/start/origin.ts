@@ -72,6 +72,7 @@ const HOT_FILES = { capacity: 64 << 20, fileLimit: 16 << 20, idleMs: 10_000 };
 
 export async function startOrigin(config: Config, opts: StartOriginOptions = {}): Promise<RunningOrigin> {
   const clock = opts.clock ?? systemClock;
+  const hotFiles = new HotBytes({ ...HOT_FILES, clock });
   // Two listeners, the origin's and S3's, unless `coffer serve` shared the budget out already.
   const connections = listenerCaps(config, 2);
   const dataDir = await prepareDataDir(config.dataDir);
@@ -127,7 +128,7 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
     sessionTtlSeconds: config.sessionTtl, headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs, connections,
     ...(opts.logStream ? { logStream: opts.logStream } : {}),
     ...(opts.playgroundDir ? { playgroundDir: opts.playgroundDir } : {}),
-    edges: { hub, records: new EdgeRecords(meta, blobs, { settled: (ms) => hub.settled(ms), now: () => clock.now(), holdMs: FILL_HOLD_MS }, new HotBytes({ ...HOT_FILES, clock })), tokens: credentials.edgeTokens },
+    edges: { hub, records: new EdgeRecords(meta, blobs, { settled: (ms) => hub.settled(ms), now: () => clock.now(), holdMs: FILL_HOLD_MS }, hotFiles), tokens: credentials.edgeTokens },
     metrics, ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
   });
   if (dataDir.warning) app.log.warn(dataDir.warning);
@@ -187,6 +188,8 @@ export async function startOrigin(config: Config, opts: StartOriginOptions = {})
         // In-flight requests finish; then nothing is left writing.
         hub.endStreams();
         await Promise.all([app.close(), s3App.close()]);
+        // Its sweeper stops and nothing is kept for edges that are gone.
+        hotFiles.clear();
         await service.webhooks.close();
         await hub.close();
         await service.uploads.drain();

@@ -140,8 +140,9 @@ export async function buildOriginApp(opts: OriginAppOptions): Promise<FastifyIns
     // A request Node's parser refuses gets the contract's error body, not Fastify's own.
     clientErrorHandler: (err, socket) => answerClientError(err as { code?: string }, socket),
     // A URL the router cannot decode gets the contract's error body too, not Fastify's own.
-    frameworkErrors: (error, _request, reply) => {
-      sendError(reply, toCofferError(error));
+    frameworkErrors: (error, request, reply) => {
+      // An address segment longer than any id (the router's 100 characters) names nothing here.
+      sendError(reply, error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? errors.noRoute(request.method, request.url) : toCofferError(error));
     },
   });
   // Only JSON is a body here: without this, text/plain would be parsed and answered 400, not 415.

@@ -239,6 +239,18 @@ describe('route enumeration', () => {
     expect((await raw(o.origin.port, 'GET', '/metrics', { authorization: `Bearer ${METRICS_TOKEN}` })).status).toBe(200);
   });
 
+  test('an id longer than any (past the router\'s 100 characters) is 404 not_found on every route that takes one, with the right credentials too', async () => {
+    const long = 'a'.repeat(300);
+    const withId = routes().filter((r) => r.url.includes(':id') && r.method !== 'OPTIONS');
+    expect(withId.length).toBeGreaterThan(5);
+    for (const r of withId) {
+      const headers = r.access === 'edge' ? { authorization: `Bearer ${EDGE_TOKEN}` } : { authorization: `Bearer ${o.key}`, 'tus-resumable': '1.0.0' };
+      const a = await raw(o.origin.port, r.method, r.url.replace(':id', long), headers);
+      expect(a.status, `${r.method} ${r.url}`).toBe(404);
+      if (r.method !== 'HEAD') expect(JSON.parse(a.body).error.code, `${r.method} ${r.url}`).toBe('not_found');
+    }
+  });
+
   test('the not-found handler answers 404 to anyone', async () => {
     for (const target of ['/nothing', '/collections', '/collections/nothing', '/_edge', '/_edge/nothing']) {
       expect((await raw(o.origin.port, 'POST', target)).status, target).toBe(404);

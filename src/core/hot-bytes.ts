@@ -3,7 +3,8 @@
  * many edges at once (the origin to its edges, a parent edge to its children): the bytes are
  * read once and every answer writes the same buffer, instead of each reading its own copy
  * through the storage. An origin sent a 10 MiB prewarm to 200 edges at about 1 s of CPU per GiB
- * that way, and at about 0.25 s from one buffer (bench/README.md, "One read per new file").
+ * that way, and at about 0.25 s from one buffer (bench/README.md, Fleet benchmark, "one read per
+ * new file").
  *
  * Bounded: files up to `fileLimit`, `capacity` bytes in all (a file being read counts from its
  * start); a file that does not fit is not held, and its caller reads it as before. An entry

@@ -244,7 +244,7 @@ describe('route enumeration', () => {
     const withId = routes().filter((r) => r.url.includes(':id') && r.method !== 'OPTIONS');
     expect(withId.length).toBeGreaterThan(5);
     for (const r of withId) {
-      const headers = r.access === 'edge' ? { authorization: `Bearer ${EDGE_TOKEN}` } : { authorization: `Bearer ${o.key}`, 'tus-resumable': '1.0.0' };
+      const headers: Record<string, string> = r.access === 'edge' ? { authorization: `Bearer ${EDGE_TOKEN}` } : { authorization: `Bearer ${o.key}`, 'tus-resumable': '1.0.0' };
       const a = await raw(o.origin.port, r.method, r.url.replace(':id', long), headers);
       expect(a.status, `${r.method} ${r.url}`).toBe(404);
       if (r.method !== 'HEAD') expect(JSON.parse(a.body).error.code, `${r.method} ${r.url}`).toBe('not_found');

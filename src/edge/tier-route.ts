@@ -11,6 +11,7 @@ import { createReadStream } from 'node:fs';
 import type http from 'node:http';
 import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
 import type { HotBytes } from '../core/hot-bytes.js';
+import { SANDBOX_CSP } from '../core/user-bytes.js';
 import type { EdgeCache } from './cache.js';
 import type { EdgeState } from './state.js';
 import { sendError } from './answer-headers.js';
@@ -156,7 +157,7 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
       if (res.destroyed) return;
       d.cache.counts.servedToChildren++;
       res.writeHead(200, ['Content-Type', 'application/octet-stream', 'Content-Length', String(file.size), 'Cache-Control', 'no-store',
-        'X-Content-Type-Options', 'nosniff', 'X-Coffer-Sha256', sha256, 'X-Coffer-Seq', String(d.state.seq)]);
+        'X-Content-Type-Options', 'nosniff', 'Content-Security-Policy', SANDBOX_CSP, 'X-Coffer-Sha256', sha256, 'X-Coffer-Seq', String(d.state.seq)]);
       if (req.method === 'HEAD' || file.size === 0) res.end();
       else if (held) res.end(held);
       else await streamFile(bytes.path!, 0, file.size - 1, res, current).catch(() => res.destroy());

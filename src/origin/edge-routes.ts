@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { errors, fail } from '../core/errors.js';
+import { SANDBOX_CSP } from '../core/user-bytes.js';
 import type { CofferService } from '../service/service.js';
 import type { EdgeHub } from '../feed/hub.js';
 import type { EdgeRecords } from '../feed/records.js';
@@ -97,7 +98,9 @@ function edgeRoutes(app: FastifyInstance, service: CofferService, { hub, records
     const { id } = request.params as { id: string };
     const blob = ID.test(id) ? await records.blob(id) : undefined;
     if (!blob) throw errors.notFound('No such file.');
+    // Edge-token only, never for a browser; should one reach it, the bytes are inert all the same.
     reply.header('Content-Type', 'application/octet-stream');
+    reply.header('X-Content-Type-Options', 'nosniff').header('Content-Security-Policy', SANDBOX_CSP).header('Cache-Control', 'no-store');
     reply.header('Content-Length', String(blob.size));
     reply.header('X-Sha256', blob.sha256 ?? '');
     return reply.send(blob.body);

@@ -281,6 +281,8 @@ describe('the edge-to-edge route', () => {
     const r = await ask({ authorization: `Bearer ${token()}` });
     expect(r.status).toBe(200);
     expect(r.headers.get('x-coffer-sha256')).toBe(f.sha);
+    expect(r.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(r.headers.get('content-security-policy')).toMatch(/^sandbox/);
     expect(Number(r.headers.get('x-coffer-seq'))).toBeGreaterThan(0);
     expect(sha256(Buffer.from(await r.arrayBuffer()))).toBe(f.sha);
   });

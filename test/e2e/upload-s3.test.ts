@@ -78,6 +78,8 @@ describe('the HTTP upload flow on S3 (s3rver)', () => {
     const blob = await edgeFetch();
     expect(blob.status).toBe(200);
     expect(blob.headers.get('x-sha256')).toBe(sha256(bytes));
+    expect(blob.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(blob.headers.get('content-security-policy')).toMatch(/^sandbox/);
     expect(sha256(Buffer.from(await blob.arrayBuffer()))).toBe(sha256(bytes));
     // Many edges at once: the origin reads the object once and sends each the same bytes.
     const many = await Promise.all(Array.from({ length: 8 }, async () => Buffer.from(await (await edgeFetch()).arrayBuffer())));

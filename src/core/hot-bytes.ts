@@ -26,14 +26,20 @@ export type ByteSource = AsyncIterable<Buffer | Uint8Array>;
 
 interface Entry {
   size: number;
+  /** The file, filled from the front as its bytes come (`at` of them so far). */
+  buf: Buffer;
+  at: number;
   bytes: Promise<Buffer>;
   ready: boolean;
+  failed: boolean;
+  /** Woken whenever `at` grows, and once the entry is whole or failed. */
+  waiters: Array<() => void>;
   usedAt: number;
   /** Callers that took it and have not released it. */
   users: number;
   /** No longer in the map; still counted until its last user releases it. */
   gone: boolean;
-  /** While read: when the last bytes came, and how to give the read up. */
+  /** While filled: when the last bytes came, and how to give the filling up. */
   movedAt: number;
   stop?: (err: Error) => void;
 }
@@ -43,7 +49,25 @@ export interface HeldBytes {
   bytes: Promise<Buffer>;
   /** False when the caller has to wait for the read (what it decided before may have changed meanwhile). */
   ready: boolean;
+  size: number;
+  /**
+   * The bytes that may be sent already, from the front: all of them once the file is whole,
+   * and until then all but the last byte, so that no reader ever has the whole of a copy that
+   * then fails its check.
+   */
+  sendable(): Buffer;
+  /** Resolves once `from + atLeast` bytes are sendable, or all are; rejects when the filling failed. */
+  after(from: number, atLeast?: number): Promise<void>;
   release(): void;
+}
+
+/** Fills an entry from a copy under way (`HotBytes.fill`): bytes in order, then `end` or `fail`. */
+export interface HotFill {
+  /** Copies `chunk` in: the caller may reuse it once this returns. */
+  write(chunk: Uint8Array): void;
+  /** The copy is whole and checked. */
+  end(): void;
+  fail(err: Error): void;
 }
 
 export class HotBytes {
@@ -78,34 +102,81 @@ export class HotBytes {
    * must call `release` once the bytes are written or given up: until then they count.
    */
   take(key: string, size: number, open: () => Promise<ByteSource>): HeldBytes | null {
-    const now = this.clock.monotonic();
+    const found = this.peek(key, size);
+    if (found) return found;
+    const fill = this.fill(key, size);
+    if (!fill) return null;
+    const entry = this.entries.get(key)!;
+    this.read(entry, fill, open);
+    this.loads++;
+    return this.lease(entry);
+  }
+
+  /** The file `key` if it is held or being filled now, shared like `take`; null otherwise. */
+  peek(key: string, size: number): HeldBytes | null {
     const found = this.entries.get(key);
-    if (found && found.size === size) {
-      found.usedAt = now;
-      this.shared++;
-      // Most recently used last: eviction walks from the front.
-      this.entries.delete(key);
-      this.entries.set(key, found);
-      return this.lease(found);
-    }
+    if (!found || found.size !== size) return null;
+    found.usedAt = this.clock.monotonic();
+    this.shared++;
+    // Most recently used last: eviction walks from the front.
+    this.entries.delete(key);
+    this.entries.set(key, found);
+    return this.lease(found);
+  }
+
+  /**
+   * A new entry for `key`, filled by the caller as its bytes arrive (a parent edge's fill from
+   * upstream, which its children read as it comes); null when `key` is held already, too
+   * large, or finds no room. Given up like a read once nothing is written for idleMs.
+   */
+  fill(key: string, size: number): HotFill | null {
+    const found = this.entries.get(key);
+    if (found?.size === size) return null;
     if (found) this.drop(key);
     if (size > this.opts.fileLimit || !this.makeRoom(size)) return null;
-    const entry: Entry = { size, bytes: Promise.resolve(Buffer.alloc(0)), ready: false, usedAt: now, users: 0, gone: false, movedAt: now };
-    entry.bytes = this.load(entry, open).then(
-      (buf) => {
-        entry.ready = true;
-        return buf;
-      },
-      (err: unknown) => {
-        if (this.entries.get(key) === entry) this.drop(key);
-        throw err;
-      },
-    );
+    const now = this.clock.monotonic();
+    let settle!: (err: Error | null) => void;
+    const entry: Entry = {
+      size, buf: Buffer.allocUnsafeSlow(size), at: 0, bytes: new Promise((resolve, reject) => {
+        settle = (err) => (err ? reject(err) : resolve(entry.buf));
+      }), ready: false, failed: false, waiters: [], usedAt: now, users: 0, gone: false, movedAt: now,
+    };
+    // A caller that never takes the bytes must not see an unhandled rejection.
+    entry.bytes.catch(() => {});
+    const wake = () => {
+      const waiters = entry.waiters;
+      entry.waiters = [];
+      for (const w of waiters) w();
+    };
+    const fail = (err: Error) => {
+      if (entry.ready || entry.failed) return;
+      entry.failed = true;
+      if (this.entries.get(key) === entry) this.drop(key);
+      settle(err);
+      wake();
+    };
+    entry.stop = fail;
     this.entries.set(key, entry);
     this.held += size;
-    this.loads++;
     this.arm();
-    return this.lease(entry);
+    return {
+      write: (chunk) => {
+        if (entry.ready || entry.failed) return;
+        if (entry.at + chunk.length > size) return fail(new Error(`bytes longer than the record's ${size}`));
+        entry.buf.set(chunk, entry.at);
+        entry.at += chunk.length;
+        entry.movedAt = this.clock.monotonic();
+        wake();
+      },
+      end: () => {
+        if (entry.ready || entry.failed) return;
+        if (entry.at !== size) return fail(new Error(`bytes shorter (${entry.at}) than the record's ${size}`));
+        entry.ready = true;
+        settle(null);
+        wake();
+      },
+      fail,
+    };
   }
 
   /** Forgets `key` (a file deleted or replaced): the next caller reads it again. */
@@ -130,6 +201,16 @@ export class HotBytes {
     return {
       bytes: e.bytes,
       ready: e.ready,
+      size: e.size,
+      sendable: () => e.buf.subarray(0, e.ready ? e.size : Math.min(e.at, e.size - 1)),
+      after: (from, atLeast = 1) => new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (e.failed) reject(new Error('the bytes could not be read'));
+          else if (e.ready || Math.min(e.at, e.size - 1) >= from + atLeast) resolve();
+          else e.waiters.push(check);
+        };
+        check();
+      }),
       release: () => {
         if (released) return;
         released = true;
@@ -151,28 +232,26 @@ export class HotBytes {
   }
 
   /**
-   * Reads the entry's bytes; given up (its callers told, the source destroyed) once stalled for
-   * idleMs, so a read stuck in the storage does not hold every later caller with it.
+   * Reads the entry's bytes from `open`; given up (its callers told, the source destroyed) once
+   * stalled for idleMs, so a read stuck in the storage does not hold every later caller with it.
    */
-  private load(entry: Entry, open: () => Promise<ByteSource>): Promise<Buffer> {
+  private read(entry: Entry, fill: HotFill, open: () => Promise<ByteSource>): void {
     let source: ByteSource | undefined;
-    let stopped = false;
     const destroy = () => (source as { destroy?: () => void } | undefined)?.destroy?.();
-    const stalled = new Promise<never>((_, reject) => {
-      entry.stop = (err) => {
-        stopped = true;
-        destroy();
-        reject(err);
-      };
-    });
-    const read = (async () => {
+    const stop = entry.stop!;
+    entry.stop = (err) => {
+      destroy();
+      stop(err);
+    };
+    void (async () => {
       source = await open();
-      if (stopped) destroy();
-      return await readWhole(source, entry.size, () => (entry.movedAt = this.clock.monotonic()));
-    })();
-    // Once given up, the read's own end is nobody's concern.
-    read.catch(() => {});
-    return Promise.race([read, stalled]);
+      if (entry.failed) return destroy();
+      for await (const chunk of source) {
+        if (entry.failed) return destroy();
+        fill.write(chunk);
+      }
+      fill.end();
+    })().catch((err: unknown) => fill.fail(err instanceof Error ? err : new Error(String(err))));
   }
 
   private arm(): void {
@@ -188,22 +267,8 @@ export class HotBytes {
     const now = this.clock.monotonic();
     for (const [key, e] of this.entries) {
       if (e.ready && e.users === 0 && now - e.usedAt >= this.opts.idleMs) this.drop(key);
-      else if (!e.ready && now - e.movedAt >= this.opts.idleMs) e.stop?.(new Error(`the storage sent nothing for ${this.opts.idleMs} ms`));
+      else if (!e.ready && now - e.movedAt >= this.opts.idleMs) e.stop?.(new Error(`nothing came for ${this.opts.idleMs} ms`));
     }
     if (this.entries.size > 0) this.arm();
   }
-}
-
-/** Reads exactly `size` bytes into one buffer; fewer or more is an error. */
-async function readWhole(source: ByteSource, size: number, moved: () => void): Promise<Buffer> {
-  const out = Buffer.allocUnsafeSlow(size);
-  let at = 0;
-  for await (const chunk of source) {
-    moved();
-    if (at + chunk.length > size) throw new Error(`stored bytes longer than the record's ${size}`);
-    out.set(chunk, at);
-    at += chunk.length;
-  }
-  if (at !== size) throw new Error(`stored bytes shorter (${at}) than the record's ${size}`);
-  return out;
 }

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm, stat, statfs, unlink, writeFile } from 'node:fs/promises';
 import { Coalescer } from '../core/coalesce.js';
+import type { HotFill } from '../core/hot-bytes.js';
 import type { ChunkConsumer } from './blob-fetch.js';
 import { FillCounts, type FillSource } from './sources.js';
 import { copyFromSource, type Fetched } from './fill-copy.js';
@@ -93,6 +94,8 @@ export class EdgeCache {
   private readonly lastAlive = new Map<string, number>();
   /** Where fills came from (metrics, the status report). */
   readonly counts = new FillCounts();
+  /** Where each fill's bytes also go as they arrive, if anywhere: a parent's children read them there (tier-route.ts). */
+  tapFor: (file: EdgeFile) => HotFill | null = () => null;
 
   constructor(
     dir: string,
@@ -254,7 +257,7 @@ export class EdgeCache {
     const keepInMemory = file.size <= MEMORY_FILE_LIMIT && file.size <= this.memoryCapacity;
     if (source.kind === 'origin') this.lastAlive.set(file.file_id, FROM_ORIGIN);
     const alive = source.kind === 'origin' ? () => {} : () => this.lastAlive.set(file.file_id, Date.now());
-    return copyFromSource(source, file, via, { tmpDir: this.tmpDir, keepInMemory, alive });
+    return copyFromSource(source, file, via, { tmpDir: this.tmpDir, keepInMemory, alive, tap: this.tapFor(file) });
   }
 
   private insertDisk(id: string, entry: DiskEntry): void {

@@ -2,10 +2,13 @@
  * One source's copy of a file into the cache's temporary directory: gathered into 1 MiB
  * writes, hashed as it arrives, synced before it counts, and checked against the file's
  * size and SHA-256. Any failure removes the temporary file, so a partial copy never lingers.
+ * A tap (a parent edge's, for its children) gets every byte as it comes, and is ended as soon
+ * as the copy is checked, before the disk has it.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { HotFill } from '../core/hot-bytes.js';
 import type { FillSource } from './sources.js';
 import type { EdgeFile } from './state.js';
 
@@ -23,6 +26,8 @@ export interface CopyOptions {
   keepInMemory: boolean;
   /** Called whenever the source shows it is alive (a byte, a 102). */
   alive: () => void;
+  /** Handed every byte as it arrives; ended once the copy is checked, failed otherwise. */
+  tap?: HotFill | null;
 }
 
 export async function copyFromSource(source: FillSource, file: EdgeFile, via: readonly string[], o: CopyOptions): Promise<Fetched | 'not_found'> {
@@ -53,6 +58,7 @@ export async function copyFromSource(source: FillSource, file: EdgeFile, via: re
         if (size > file.size) throw new Error(`the ${source.kind} sent more than ${file.size} bytes for ${file.file_id}`);
         // The chunk may be a view of a buffer the source reuses: keep a copy.
         if (o.keepInMemory) chunks.push(Buffer.from(chunk));
+        o.tap?.write(chunk);
         if (chunk.length < WRITE_BATCH - used) {
           chunk.copy(batch, used);
           used += chunk.length;
@@ -60,6 +66,10 @@ export async function copyFromSource(source: FillSource, file: EdgeFile, via: re
         }
         return fill(chunk);
       }, o.alive, via);
+      if (found === 'ok') {
+        if (size !== file.size || hash.digest('hex') !== file.sha256) throw new Error(`the bytes of ${file.file_id} did not match their record`);
+        o.tap?.end();
+      }
       if (used > 0) await out.write(batch, 0, used);
       // Durable before it is kept: a copy that survives a crash is whole.
       await out.sync();
@@ -67,13 +77,13 @@ export async function copyFromSource(source: FillSource, file: EdgeFile, via: re
       await out.close();
     }
     if (found === 'not_found') {
+      o.tap?.fail(new Error(`the ${source.kind} has no ${file.file_id}`));
       await rm(tmp, { force: true });
       return 'not_found';
     }
-    const sha = hash.digest('hex');
-    if (size !== file.size || sha !== file.sha256) throw new Error(`the bytes of ${file.file_id} did not match their record`);
     return { tmp, ...(o.keepInMemory ? { memory: Buffer.concat(chunks, size) } : {}) };
   } catch (err) {
+    o.tap?.fail(err instanceof Error ? err : new Error(String(err)));
     await rm(tmp, { force: true });
     throw err;
   }

@@ -10,10 +10,11 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type http from 'node:http';
 import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
-import type { HotBytes } from '../core/hot-bytes.js';
+import { writeHeld } from '../core/held-stream.js';
+import type { HeldBytes, HotBytes } from '../core/hot-bytes.js';
 import { SANDBOX_CSP } from '../core/user-bytes.js';
-import type { EdgeCache } from './cache.js';
-import type { EdgeState } from './state.js';
+import type { CachedBytes, EdgeCache } from './cache.js';
+import type { EdgeFile, EdgeState } from './state.js';
 import { sendError } from './answer-headers.js';
 import { streamFile } from './send.js';
 import { VIA_HEADER } from './sources.js';
@@ -34,12 +35,20 @@ export interface TierRouteDeps {
   onError(err: unknown, fileId: string): void;
   /** The seq wait and the 102 beat run on it (default: the system's). */
   clock?: Clock;
-  /** Files this edge sends its children from one buffer (PARENT_HOT_FILES); without it, each reads the cache. */
+  /**
+   * Files this edge sends its children from one buffer (PARENT_HOT_FILES); without it, each reads
+   * the cache. With it, the route also sets `cache.tapFor`, so that fills reach children as they come.
+   */
   hot?: HotBytes;
 }
 
 /** A parent holds a file up to 16 MiB, 32 MiB in all, in memory while its children fetch it. */
 export const PARENT_HOT_FILES = { capacity: 32 << 20, fileLimit: 16 << 20, idleMs: 10_000 };
+/** An edge taps its fills for children (sends them on as they arrive) while a child asked it within this long. */
+export const CHILDREN_RECENT_MS = 10 * 60_000;
+
+/** A file's version among the bytes a parent holds for its children. */
+export const hotKey = (id: string, sha256: string): string => `${id}\n${sha256}`;
 
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 
@@ -62,6 +71,13 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
   const clock = d.clock ?? systemClock;
   const unavailable = (res: http.ServerResponse, reason: string, message: string) =>
     sendError(res, 'edge_unavailable', message, ['Retry-After', '1'], { reason });
+  /** When a child last asked (monotonic ms): an edge that has children taps its fills for them. */
+  let childAt: number | undefined;
+  if (d.hot) {
+    const hot = d.hot;
+    d.cache.tapFor = (file) => (childAt !== undefined && clock.monotonic() - childAt < CHILDREN_RECENT_MS && file.size > 0
+      ? hot.fill(hotKey(file.file_id, file.sha256), file.size) : null);
+  }
 
   /** Waits for the applied sequence to reach `seq`; false after SEQ_WAIT_MS. */
   async function caughtUp(seq: number): Promise<boolean> {
@@ -77,6 +93,67 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
     return d.state.seq >= seq;
   }
 
+  /**
+   * Sends the child the file's bytes at the version it asked for. A fill under way that this
+   * edge taps (its children asked it recently) is sent as it arrives; otherwise the child waits
+   * for this edge's whole copy. Either way the file must stay at that version, and this edge
+   * under its lease, for every piece sent.
+   */
+  async function answer(req: http.IncomingMessage, res: http.ServerResponse, file: EdgeFile, via: readonly string[]): Promise<void> {
+    const id = file.file_id;
+    const current = () => d.follower.serving() && d.state.files.get(id)?.sha256 === file.sha256;
+    const filling = d.cache.ensure(file, () => d.state.files.get(id)?.sha256 === file.sha256, via);
+    const get = req.method !== 'HEAD' && file.size > 0;
+    let held = get ? d.hot?.peek(hotKey(id, file.sha256), file.size) ?? null : null;
+    if (held && !(await held.after(0).then(() => true, () => false))) {
+      held.release();
+      held = null;
+    }
+    if (held) {
+      filling.catch((err: unknown) => d.onError(err, id));
+      return send(res, file, held, current);
+    }
+    let bytes;
+    try {
+      bytes = await filling;
+    } catch (err) {
+      d.onError(err, id);
+      sendError(res, 'bad_gateway', 'This edge could not fetch the file; try the next source.');
+      return;
+    }
+    if (!bytes) {
+      unavailable(res, 'no_room', 'This edge cannot keep this file now.');
+      return;
+    }
+    held = get && !bytes.memory ? heldCopy(d.hot, file, bytes.path!) : null;
+    if (held && !(await held.after(0).then(() => true, () => false))) {
+      held.release();
+      sendError(res, 'bad_gateway', 'This edge could not read its copy of the file; try the next source.');
+      return;
+    }
+    return send(res, file, held ?? bytes, current, req.method === 'HEAD');
+  }
+
+  /** The 200 and the bytes: from memory, from a held buffer (as it fills), or streamed from the cache. */
+  async function send(res: http.ServerResponse, file: EdgeFile, from: HeldBytes | CachedBytes, current: () => boolean, head = false): Promise<void> {
+    const held = 'sendable' in from ? from : null;
+    if (!current() || res.destroyed) {
+      held?.release();
+      if (!res.destroyed) unavailable(res, 'changed', 'The file changed while this edge fetched it.');
+      return;
+    }
+    d.cache.counts.servedToChildren++;
+    res.writeHead(200, ['Content-Type', 'application/octet-stream', 'Content-Length', String(file.size), 'Cache-Control', 'no-store',
+      'X-Content-Type-Options', 'nosniff', 'Content-Security-Policy', SANDBOX_CSP, 'X-Coffer-Sha256', file.sha256, 'X-Coffer-Seq', String(d.state.seq)]);
+    if (held) {
+      return writeHeld(res, held, { stillCurrent: current });
+    }
+    const bytes = from as CachedBytes;
+    if (head || file.size === 0) res.end();
+    else if (bytes.memory) res.end(bytes.memory);
+    else await streamFile(bytes.path!, 0, file.size - 1, res, current).catch(() => res.destroy());
+  }
+
   return async (req, res, path, query) => {
     const m = /^\/_edge\/blob\/([^/]+)$/.exec(path);
     if (!m || !ID.test(m[1]!)) {
@@ -87,6 +164,7 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
       sendError(res, 'unauthorized', 'Send the edges\' token as "Authorization: Bearer <COFFER_EDGE_TOKEN>".', ['WWW-Authenticate', 'Bearer']);
       return;
     }
+    childAt = clock.monotonic();
     const id = m[1]!;
     const params = new URLSearchParams(query);
     const sha256 = params.get('sha256') ?? '';
@@ -132,50 +210,14 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
         sendError(res, 'edge_version_mismatch', 'This edge knows another version of the file.');
         return;
       }
-      const current = () => d.state.files.get(id)?.sha256 === sha256;
-      let bytes;
-      try {
-        bytes = await d.cache.ensure(file, current, via);
-      } catch (err) {
-        d.onError(err, id);
-        sendError(res, 'bad_gateway', 'This edge could not fetch the file; try the next source.');
-        return;
-      }
-      if (!bytes) {
-        unavailable(res, 'no_room', 'This edge cannot keep this file now.');
-        return;
-      }
-      const held = bytes.memory ?? (req.method === 'HEAD' ? undefined : await heldCopy(d.hot, id, sha256, bytes.path!, file.size, res));
-      if (held === null) {
-        sendError(res, 'bad_gateway', 'This edge could not read its copy of the file; try the next source.');
-        return;
-      }
-      if (!d.follower.serving() || !current()) {
-        unavailable(res, 'changed', 'The file changed while this edge fetched it.');
-        return;
-      }
-      if (res.destroyed) return;
-      d.cache.counts.servedToChildren++;
-      res.writeHead(200, ['Content-Type', 'application/octet-stream', 'Content-Length', String(file.size), 'Cache-Control', 'no-store',
-        'X-Content-Type-Options', 'nosniff', 'Content-Security-Policy', SANDBOX_CSP, 'X-Coffer-Sha256', sha256, 'X-Coffer-Seq', String(d.state.seq)]);
-      if (req.method === 'HEAD' || file.size === 0) res.end();
-      else if (held) res.end(held);
-      else await streamFile(bytes.path!, 0, file.size - 1, res, current).catch(() => res.destroy());
+      await answer(req, res, file, via);
     } finally {
       clock.clearInterval(beat);
     }
   };
 }
 
-/**
- * The cached file `path` as one buffer shared with every child asking for it meanwhile, or
- * undefined when it is not held in memory (then it is streamed); null when it could not be read.
- * It counts as held until `res` closes: a child that stalls keeps it, and it stays counted.
- */
-async function heldCopy(hot: HotBytes | undefined, id: string, sha256: string, path: string, size: number, res: http.ServerResponse): Promise<Buffer | undefined | null> {
-  const held = hot?.take(`${id}\n${sha256}`, size, async () => createReadStream(path, { highWaterMark: 1 << 20 }));
-  if (!held) return undefined;
-  if (res.closed) held.release();
-  else res.once('close', held.release);
-  return await held.bytes.catch(() => null);
+/** The cached file `path` held in memory for every child asking for it meanwhile, or null when it cannot be. */
+function heldCopy(hot: HotBytes | undefined, file: EdgeFile, path: string): HeldBytes | null {
+  return hot?.take(hotKey(file.file_id, file.sha256), file.size, async () => createReadStream(path, { highWaterMark: 1 << 20 })) ?? null;
 }

@@ -3,8 +3,8 @@
  * re-check, and a ready file's bytes. Built on the stores it is given; the origin's routes
  * (origin/edge-routes.ts) only carry it over HTTP.
  */
-import { Readable } from 'node:stream';
-import type { ByteSource, HeldBytes, HotBytes } from '../core/hot-bytes.js';
+import { heldStream } from '../core/held-stream.js';
+import type { ByteSource, HotBytes } from '../core/hot-bytes.js';
 import { isBlobNotFound, type BlobStore, type MetadataStore, type StoredFile } from '../core/ports.js';
 import { ROOT_CONTEXT, chainIsComplete, fileEventData, folderEventData } from '../service/records.js';
 
@@ -86,14 +86,14 @@ export class EdgeRecords {
     const held = this.hot?.take(`${key}\n${sha256}`, size, async () => (await this.blobs.read(key)) as ByteSource);
     try {
       if (!held) return { body: await this.blobs.read(key), size, sha256 };
-      const buf = await held.bytes;
+      await held.bytes;
       // A read taking its time: a delete or replace that returned meanwhile is not answered after.
       const now = held.ready ? file : await this.readyFile(id);
       if (now?.blob_key !== key || now.sha256 !== sha256) {
         held.release();
         return undefined;
       }
-      return { body: sendHeld(buf, held), size, sha256 };
+      return { body: heldStream(held), size, sha256 };
     } catch (err) {
       held?.release();
       if (isBlobNotFound(err)) return undefined;
@@ -105,28 +105,4 @@ export class EdgeRecords {
     const file = await this.meta.read.getFile(id);
     return file?.status === 'ready' ? file : undefined;
   }
-}
-
-const CHUNK = 1 << 20;
-const TAIL = 64 << 10;
-
-/**
- * A shared buffer as a stream that releases it once closed (sent, or the edge gone). Written in
- * slices without copying, but the last 64 KiB copied: a stream ends once its last piece is
- * handed to the socket, and a socket stalled on that piece then keeps only the copy alive.
- */
-function sendHeld(buf: Buffer, held: HeldBytes): Readable {
-  const tailAt = Math.max(0, buf.length - TAIL);
-  let at = 0;
-  const out = new Readable({
-    read() {
-      if (at >= buf.length) return void this.push(null);
-      const end = at < tailAt ? Math.min(at + CHUNK, tailAt) : buf.length;
-      const piece = at < tailAt ? buf.subarray(at, end) : Buffer.from(buf.subarray(at, end));
-      at = end;
-      this.push(piece);
-    },
-  });
-  out.once('close', held.release);
-  return out;
 }

@@ -1,0 +1,70 @@
+/**
+ * A file held in HotBytes as a stream of its bytes: slices of the shared buffer, sent as they
+ * become sendable (a copy still under way is read as it comes, in pieces of 1 MiB: a socket
+ * write per small arrival cost a parent twice the CPU per byte), released once the stream
+ * closes (sent, or the reader gone). The last 64 KiB are copied: a stream ends once its last
+ * piece is handed to the socket, and a socket stalled on that piece then keeps only the copy.
+ */
+import type http from 'node:http';
+import { Readable } from 'node:stream';
+import type { HeldBytes } from './hot-bytes.js';
+
+const CHUNK = 1 << 20;
+const TAIL = 64 << 10;
+
+export interface HeldStreamOptions {
+  /** Asked before each piece: once false, the stream fails instead of sending more. */
+  stillCurrent?: () => boolean;
+  /** Bytes of a copy under way waited for before a piece is sent (default 1 MiB). */
+  piece?: number;
+}
+
+export function heldStream(held: HeldBytes, o: HeldStreamOptions = {}): Readable {
+  const stillCurrent = o.stillCurrent ?? (() => true);
+  const least = o.piece ?? CHUNK;
+  const tailAt = Math.max(0, held.size - TAIL);
+  let at = 0;
+  const pump = (): void => {
+    if (out.destroyed) return;
+    if (!stillCurrent()) return void out.destroy(new Error('the file changed while it was sent'));
+    if (at >= held.size) return void out.push(null);
+    const sendable = held.sendable();
+    const want = Math.min(least, held.size - at);
+    if (sendable.length < at + want) {
+      held.after(at, want).then(pump, (err: Error) => out.destroy(err));
+      return;
+    }
+    const end = at < tailAt ? Math.min(at + CHUNK, tailAt, sendable.length) : sendable.length;
+    const piece = at < tailAt ? sendable.subarray(at, end) : Buffer.from(sendable.subarray(at, end));
+    at = end;
+    out.push(piece);
+  };
+  const out = new Readable({ read: pump });
+  out.once('close', held.release);
+  return out;
+}
+
+/**
+ * Writes a held file to `res` as it becomes sendable, without a stream: whole at once when it
+ * is (one write, which the socket takes in its own time), else in pieces of at least `piece`.
+ * The pieces are views of the shared buffer, which stays counted until `res` closes.
+ */
+export async function writeHeld(res: http.ServerResponse, held: HeldBytes, o: HeldStreamOptions = {}): Promise<void> {
+  const least = o.piece ?? CHUNK;
+  if (res.closed) held.release();
+  else res.once('close', held.release);
+  for (let at = 0; at < held.size;) {
+    try {
+      await held.after(at, Math.min(least, held.size - at));
+    } catch {
+      return void res.destroy();
+    }
+    if (res.destroyed) return;
+    if (o.stillCurrent && !o.stillCurrent()) return void res.destroy();
+    const sendable = held.sendable();
+    const piece = sendable.subarray(at);
+    at = sendable.length;
+    if (at >= held.size) res.end(piece);
+    else res.write(piece);
+  }
+}

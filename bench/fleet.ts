@@ -49,7 +49,8 @@ async function prewarmRounds(f: Fleet, edges: Edge[], opts: Options, count: numb
     rounds.push(res);
     log(
       `prewarm ${tag} ${r}/${count}: complete-upload ${fmt(res.completeMs, 0)} ms; HIT at ${res.edgesHit}/${edges.length} edges, ` +
-        `all after ${res.allHitMs === null ? "n/a (limit reached)" : `${fmt(res.allHitMs, 0)} ms`}; origin sent ${fmt(res.originBytes / MiB, 1)} MiB` +
+        `all after ${res.allHitMs === null ? "n/a (limit reached)" : `${fmt(res.allHitMs, 0)} ms`}` +
+        `${res.parentsHitMs === null ? "" : ` (every parent after ${fmt(res.parentsHitMs, 0)} ms)`}; origin sent ${fmt(res.originBytes / MiB, 1)} MiB` +
         `${Object.keys(res.otherStatuses).length > 0 ? `; other answers while waiting: ${JSON.stringify(res.otherStatuses)}` : ""}`,
     );
     for (const u of res.unavailable) log(`  503 at edge ${u.edge}${u.parent ? " (parent)" : ""} after ${u.ms} ms: ${u.why}`);

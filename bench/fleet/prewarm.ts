@@ -18,6 +18,8 @@ export interface PrewarmRound {
   medianHitMs: number | null;
   /** Until the last edge reported HIT; null when some edge did not within the limit. */
   allHitMs: number | null;
+  /** Until the last parent edge reported HIT (children can fill from it); null without tiers or when one did not. */
+  parentsHitMs: number | null;
   edgesHit: number;
   firstAnswer: Record<string, number>;
   otherStatuses: Record<string, number>;
@@ -52,6 +54,8 @@ export async function prewarmRound(fleet: Fleet, edges: Edge[], opts: Options, n
   const bench1 = process.cpuUsage(bench0);
   const counters1 = await originCounters(fleet);
   const hits = wait.hitMs.filter((x): x is number => x !== null);
+  const parentUrls = new Set(edges.flatMap((e) => e.parents));
+  const parentHits = edges.filter((e) => parentUrls.has(e.url)).map((e) => wait.hitMs[edges.indexOf(e)] ?? null);
   for (const edge of pickRandom(edges, opts.verify)) {
     const res = await edgeGet(edge, up.deliveryPath);
     const ok = res.status === 200 && header(res, "x-cache") === "HIT" && res.body.length === data.length && sha256(res.body) === sha256(data);
@@ -65,6 +69,7 @@ export async function prewarmRound(fleet: Fleet, edges: Edge[], opts: Options, n
     firstHitMs: hits.length > 0 ? Math.min(...hits) : null,
     medianHitMs: median(hits),
     allHitMs: hits.length === edges.length ? Math.max(...hits) : null,
+    parentsHitMs: parentHits.length === 0 || parentHits.includes(null) ? null : Math.max(...(parentHits as number[])),
     edgesHit: hits.length,
     firstAnswer: wait.firstAnswer,
     otherStatuses: wait.otherStatuses,

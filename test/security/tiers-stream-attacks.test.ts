@@ -1,0 +1,316 @@
+/**
+ * Issue 26, cut-through attacked from outside: a parent that has children sends them a fill as
+ * it arrives (src/edge/tier-route.ts, core/hot-bytes.ts `fill`, core/held-stream.ts). Here its
+ * own upstream (a fake parent of the parent) closes or stalls mid-body, many children abort or
+ * stall mid-stream, the file is deleted, the parent loses its lease, files of every edge size,
+ * and more fills at once than the parent's 32 MiB hold. A child must never get the whole body of
+ * a copy that failed, nor bytes of a version no longer current; the parent must not crash, hang
+ * or leak what it holds for children.
+ */
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
+import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
+import { RequestTap } from '../helpers/request-tap.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { sha256, waitFor } from '../kit/index.js';
+import { PARENT_HOT_FILES } from '../../src/edge/tier-route.js';
+
+let o: TestOrigin;
+const started: TestEdge[] = [];
+const servers: http.Server[] = [];
+const closers: Array<() => Promise<void> | void> = [];
+const MiB = 1 << 20;
+
+beforeAll(async () => {
+  o = await startTestOrigin();
+});
+
+afterAll(async () => {
+  for (const s of servers) s.closeAllConnections();
+  for (const c of closers) await c();
+  await Promise.all(started.map((e) => e.close()));
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  await o?.close();
+}, 120_000);
+
+const token = () => o.origin.credentials.edgeTokens[0]!;
+
+type Mode = 'pause' | 'close' | 'stall';
+
+/**
+ * A fake upstream for the parent: for each version (by SHA-256) registered, the right headers,
+ * then `first` bytes, then per `mode`: wait for `release` and send the rest ('pause'), destroy
+ * the socket ('close'), or never send more nor close ('stall').
+ */
+async function fakeUpstream() {
+  const files = new Map<string, { bytes: Buffer; first: number; mode: Mode }>();
+  const waiting: Array<() => void> = [];
+  const asked = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    const sha = new URL(req.url ?? '/', 'http://x').searchParams.get('sha256') ?? '';
+    asked.set(sha, (asked.get(sha) ?? 0) + 1);
+    const f = files.get(sha);
+    if (!f) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-length': f.bytes.length, 'x-coffer-sha256': sha });
+    if (f.first > 0) res.write(f.bytes.subarray(0, f.first));
+    if (f.mode === 'close') setTimeout(() => res.socket?.destroy(), 50);
+    else if (f.mode === 'pause') {
+      // A byte every 500 ms while held, as a live upstream would: the parent's idle bound
+      // (PARENT_IDLE_MS) must not end a fill held for the test on a busy machine.
+      let at = f.first;
+      const trickle = setInterval(() => {
+        if (at < f.bytes.length - 1) res.write(f.bytes.subarray(at, ++at));
+      }, 500);
+      res.once('close', () => clearInterval(trickle));
+      waiting.push(() => {
+        clearInterval(trickle);
+        res.end(f.bytes.subarray(at));
+      });
+    }
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    add(bytes: Buffer, first: number, mode: Mode = 'pause') {
+      files.set(sha256(bytes), { bytes, first, mode });
+    },
+    asked: (bytes: Buffer) => asked.get(sha256(bytes)) ?? 0,
+    release() {
+      for (const w of waiting.splice(0)) w();
+    },
+  };
+}
+
+/** A parent edge filling from `upstream` first (then the origin, through `originUrl`), already asked by a child. */
+async function parentWithChildren(upstream: string, originUrl = o.url, env: Record<string, string> = {}): Promise<TestEdge> {
+  const e = await startTestEdge(o, () => ({ COFFER_EDGE_PARENTS: upstream, ...env }), originUrl);
+  started.push(e);
+  const r = await fetch(`${e.edge.url}/_edge/blob/none?sha256=${'0'.repeat(64)}&seq=0`, { headers: { authorization: `Bearer ${token()}` } });
+  expect(r.status).toBe(404);
+  return e;
+}
+
+/** A child's raw request: its status, the bytes as they come, and ways to abort or stall it. */
+function childAsks(parent: TestEdge, id: string, sha: string, method = 'GET') {
+  const chunks: Buffer[] = [];
+  let status = 0;
+  let req!: http.ClientRequest;
+  let response: http.IncomingMessage | undefined;
+  let stalled = false;
+  const received = () => chunks.reduce((n, c) => n + c.length, 0);
+  const done = new Promise<{ complete: boolean }>((resolve) => {
+    req = http.request(`${parent.edge.url}/_edge/blob/${id}?sha256=${sha}&seq=0`, { method, headers: { authorization: `Bearer ${token()}` } }, (res) => {
+      response = res;
+      status = res.statusCode ?? 0;
+      res.on('data', (c: Buffer) => {
+        chunks.push(c);
+        if (stalled) res.pause();
+      });
+      res.on('end', () => resolve({ complete: res.complete }));
+      res.on('error', () => resolve({ complete: false }));
+      res.on('close', () => resolve({ complete: res.complete }));
+    });
+    req.on('error', () => resolve({ complete: false }));
+    req.end();
+  });
+  return {
+    status: () => status, received, body: () => Buffer.concat(chunks), done,
+    abort: () => req.destroy(),
+    /** Stops reading, for good: the socket's buffers fill and the parent's writes wait. */
+    stall: () => {
+      stalled = true;
+      response?.pause();
+    },
+  };
+}
+
+const fileOf = (e: TestEdge, id: string) => e.edge.state.files.get(id);
+const cached = (e: TestEdge, id: string) => {
+  const f = fileOf(e, id);
+  return f !== undefined && e.edge.cache.lookup(f) !== null;
+};
+
+/** Nothing is counted for children once every entry is dropped: no answer kept a buffer it gave up. */
+async function expectNoLeak(parent: TestEdge): Promise<void> {
+  parent.edge.childCopies.clear();
+  await waitFor(() => parent.edge.childCopies.bytes === 0, { timeoutMs: 10_000, what: `childCopies to hold nothing (has ${parent.edge.childCopies.bytes})` });
+}
+
+async function expectWhole(parent: TestEdge, id: string, bytes: Buffer): Promise<void> {
+  const again = childAsks(parent, id, sha256(bytes));
+  expect((await again.done).complete).toBe(true);
+  expect(again.status()).toBe(200);
+  expect(sha256(again.body())).toBe(sha256(bytes));
+}
+
+describe('an upstream that fails mid-body', () => {
+  for (const mode of ['close', 'stall'] as const) {
+    it(`${mode}: children mid-stream get an incomplete answer, the parent falls back to the origin, later children get the whole file`, async () => {
+      const up = await fakeUpstream();
+      const originTap = await RequestTap.start(o.url);
+      closers.push(() => originTap.close());
+      const parent = await parentWithChildren(up.url, originTap.url);
+      const bytes = randomBytes(4_000_000);
+      up.add(bytes, 2_500_000, mode);
+      const rec = await uploadBytes(o, bytes, { name: `upstream-${mode}.bin` });
+      await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+      const children = Array.from({ length: 3 }, () => childAsks(parent, rec.file_id, sha256(bytes)));
+      const ends = await Promise.all(children.map((c) => c.done));
+      for (const [i, c] of children.entries()) {
+        // Either cut mid-stream, or (asked once the tapped fill failed) the origin's whole copy.
+        if (ends[i]!.complete) expect(sha256(c.body())).toBe(sha256(bytes));
+        else expect(c.received()).toBeLessThan(bytes.length);
+        expect(c.body().equals(bytes.subarray(0, c.received()))).toBe(true);
+      }
+      await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s copy from the origin' });
+      expect(parent.edge.cache.counts).toMatchObject({ parent: 0, origin: 1, failovers: 1 });
+      expect(originTap.blobFetches(rec.file_id)).toBe(1);
+      await expectWhole(parent, rec.file_id, bytes);
+      await expectNoLeak(parent);
+    }, 60_000);
+  }
+});
+
+describe('many children on one streaming fill', () => {
+  it('twenty children, five aborting and five stalling mid-way: the rest get the whole file, the hold stays bounded and is freed', async () => {
+    const up = await fakeUpstream();
+    const parent = await parentWithChildren(up.url);
+    const bytes = randomBytes(8 * MiB);
+    up.add(bytes, 3 * MiB);
+    const rec = await uploadBytes(o, bytes, { name: 'many-children.bin' });
+    await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+    const children = Array.from({ length: 20 }, () => childAsks(parent, rec.file_id, sha256(bytes)));
+    await waitFor(() => children.every((c) => c.received() >= MiB), { timeoutMs: 20_000, what: 'the first piece at every child' });
+    const aborting = children.slice(0, 5);
+    const stalling = children.slice(5, 10);
+    const rest = children.slice(10);
+    for (const c of aborting) c.abort();
+    for (const c of stalling) c.stall();
+    expect(parent.edge.childCopies.bytes).toBeLessThanOrEqual(PARENT_HOT_FILES.capacity);
+    up.release();
+    for (const c of rest) {
+      expect((await c.done).complete).toBe(true);
+      expect(sha256(c.body())).toBe(sha256(bytes));
+    }
+    for (const c of aborting) {
+      await c.done;
+      expect(c.received()).toBeLessThan(bytes.length);
+    }
+    expect(parent.edge.childCopies.bytes).toBeLessThanOrEqual(PARENT_HOT_FILES.capacity);
+    // The parent still answers, and its own copy is whole.
+    await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s own copy' });
+    await expectWhole(parent, rec.file_id, bytes);
+    // Stalled children still hold the buffer: dropped, it is counted until they go.
+    parent.edge.childCopies.clear();
+    for (const c of stalling) c.abort();
+    await Promise.all(stalling.map((c) => c.done));
+    await expectNoLeak(parent);
+  }, 90_000);
+});
+
+describe('the file changes or the parent loses its lease while children stream', () => {
+  it('a delete cuts every child mid-stream; a child asking for the old version after gets no bytes', async () => {
+    const up = await fakeUpstream();
+    const parent = await parentWithChildren(up.url);
+    const bytes = randomBytes(4 * MiB);
+    up.add(bytes, 2 * MiB + 1000);
+    const rec = await uploadBytes(o, bytes, { name: 'deleted.bin' });
+    await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+    const children = Array.from({ length: 4 }, () => childAsks(parent, rec.file_id, sha256(bytes)));
+    await waitFor(() => children.every((c) => c.received() >= MiB), { timeoutMs: 20_000, what: 'the first piece at every child' });
+    expect((await o.post('/collections/file/delete', { file_id: rec.file_id })).status).toBe(200);
+    await waitFor(() => fileOf(parent, rec.file_id) === undefined, { timeoutMs: 10_000, what: 'the parent applying the delete' });
+    const late = childAsks(parent, rec.file_id, sha256(bytes));
+    up.release();
+    for (const c of children) {
+      expect((await c.done).complete).toBe(false);
+      expect(c.received()).toBeLessThan(bytes.length);
+    }
+    await late.done;
+    expect(late.status()).toBe(404);
+    expect(late.body().includes(bytes.subarray(0, 64))).toBe(false);
+    await expectNoLeak(parent);
+  }, 60_000);
+
+  it('a parent that loses its lease mid-stream sends no more', async () => {
+    const proxy = await TcpProxy.start('127.0.0.1', Number(new URL(o.url).port));
+    closers.push(() => proxy.cut());
+    const up = await fakeUpstream();
+    const parent = await parentWithChildren(up.url, proxy.url, { COFFER_EDGE_LEASE_MS: '1000' });
+    const bytes = randomBytes(4 * MiB);
+    up.add(bytes, 2 * MiB + 1000);
+    const rec = await uploadBytes(o, bytes, { name: 'lease-lost.bin' });
+    await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+    const child = childAsks(parent, rec.file_id, sha256(bytes));
+    await waitFor(() => child.received() >= MiB, { timeoutMs: 20_000, what: 'the first piece at the child' });
+    proxy.freeze();
+    await waitFor(() => !parent.edge.follower.serving(), { timeoutMs: 10_000, what: 'the parent losing its lease' });
+    const before = child.received();
+    up.release();
+    expect((await child.done).complete).toBe(false);
+    expect(child.received()).toBe(before);
+    proxy.thaw();
+  }, 60_000);
+});
+
+describe('sizes at the edges of what a parent holds', () => {
+  const sizes = [0, 1, MiB, PARENT_HOT_FILES.fileLimit, PARENT_HOT_FILES.fileLimit + 1];
+  for (const size of sizes) {
+    it(`${size} bytes: a child asking mid-fill, and a HEAD, get the whole right file`, async () => {
+      const up = await fakeUpstream();
+      const parent = await parentWithChildren(up.url);
+      const bytes = randomBytes(size);
+      up.add(bytes, Math.floor(size / 2));
+      const rec = await uploadBytes(o, bytes, { name: `size-${size}.bin` });
+      await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+      const child = childAsks(parent, rec.file_id, sha256(bytes));
+      const head = childAsks(parent, rec.file_id, sha256(bytes), 'HEAD');
+      // Never the last byte before the copy is checked.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(child.received()).toBeLessThan(Math.max(size, 1));
+      up.release();
+      expect((await child.done).complete).toBe(true);
+      expect(child.status()).toBe(200);
+      expect(sha256(child.body())).toBe(sha256(bytes));
+      await head.done;
+      expect(head.status()).toBe(200);
+      expect(head.received()).toBe(0);
+      await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s own copy' });
+      expect(parent.edge.cache.counts).toMatchObject({ parent: 1, origin: 0, failovers: 0 });
+      await expectWhole(parent, rec.file_id, bytes);
+      await expectNoLeak(parent);
+    }, 60_000);
+  }
+});
+
+describe('more fills at once than a parent holds', () => {
+  it('three 12 MiB fills: the hold never passes 32 MiB, and every file arrives whole', async () => {
+    const up = await fakeUpstream();
+    const parent = await parentWithChildren(up.url);
+    const files = Array.from({ length: 3 }, () => randomBytes(12 * MiB));
+    for (const b of files) up.add(b, 6 * MiB);
+    const recs = [];
+    for (const [i, b] of files.entries()) recs.push(await uploadBytes(o, b, { name: `big-${i}.bin` }));
+    await waitFor(() => files.every((b) => up.asked(b) === 1), { timeoutMs: 20_000, what: 'the parent filling all three' });
+    expect(parent.edge.childCopies.bytes).toBeLessThanOrEqual(PARENT_HOT_FILES.capacity);
+    const children = recs.map((r, i) => childAsks(parent, r.file_id, sha256(files[i]!)));
+    await new Promise((r) => setTimeout(r, 500));
+    // Two are held and stream; the third waits for the parent's whole copy.
+    expect(children.filter((c) => c.received() >= MiB).length).toBe(2);
+    up.release();
+    for (const [i, c] of children.entries()) {
+      expect((await c.done).complete).toBe(true);
+      expect(sha256(c.body())).toBe(sha256(files[i]!));
+    }
+    expect(parent.edge.cache.counts).toMatchObject({ parent: 3, origin: 0, failovers: 0 });
+    expect(parent.edge.childCopies.bytes).toBeLessThanOrEqual(PARENT_HOT_FILES.capacity);
+    await expectNoLeak(parent);
+  }, 90_000);
+});

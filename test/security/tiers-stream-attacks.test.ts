@@ -46,7 +46,7 @@ type Mode = 'pause' | 'close' | 'stall';
  * the socket ('close'), or never send more nor close ('stall').
  */
 async function fakeUpstream() {
-  const files = new Map<string, { bytes: Buffer; first: number; mode: Mode }>();
+  const files = new Map<string, { bytes: Buffer; first: number; mode: Mode; tail?: Buffer }>();
   const waiting: Array<() => void> = [];
   const asked = new Map<string, number>();
   const server = http.createServer((req, res) => {
@@ -70,7 +70,7 @@ async function fakeUpstream() {
       res.once('close', () => clearInterval(trickle));
       waiting.push(() => {
         clearInterval(trickle);
-        res.end(f.bytes.subarray(at));
+        res.end(f.tail ? f.tail.subarray(at - f.first) : f.bytes.subarray(at));
       });
     }
   });
@@ -78,8 +78,9 @@ async function fakeUpstream() {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    add(bytes: Buffer, first: number, mode: Mode = 'pause') {
-      files.set(sha256(bytes), { bytes, first, mode });
+    /** `tail`: sent at the release instead of the rest of `bytes` (from `first` on). */
+    add(bytes: Buffer, first: number, mode: Mode = 'pause', tail?: Buffer) {
+      files.set(sha256(bytes), { bytes, first, mode, ...(tail ? { tail } : {}) });
     },
     asked: (bytes: Buffer) => asked.get(sha256(bytes)) ?? 0,
     release() {
@@ -313,4 +314,99 @@ describe('more fills at once than a parent holds', () => {
     expect(parent.edge.childCopies.bytes).toBeLessThanOrEqual(PARENT_HOT_FILES.capacity);
     await expectNoLeak(parent);
   }, 90_000);
+});
+
+/** A file uploaded before its parent started: no fill of it at the parent until a child asks. */
+async function missAtParent(name: string) {
+  const bytes = randomBytes(3 * MiB);
+  const rec = await uploadBytes(o, bytes, { name });
+  const up = await fakeUpstream();
+  up.add(bytes, 2 * MiB + 1000);
+  const parent = await parentWithChildren(up.url);
+  expect(cached(parent, rec.file_id)).toBe(false);
+  expect(up.asked(bytes)).toBe(0);
+  return { parent, up, rec, bytes };
+}
+
+describe('other races and lies', () => {
+  it('an upstream whose last byte alone is wrong: a child mid-stream never has more than all but that byte, and is cut', async () => {
+    const up = await fakeUpstream();
+    const parent = await parentWithChildren(up.url);
+    const bytes = randomBytes(3 * MiB);
+    const tail = Buffer.from(bytes.subarray(2 * MiB + 1000));
+    tail[tail.length - 1]! ^= 0xff;
+    up.add(bytes, 2 * MiB + 1000, 'pause', tail);
+    const rec = await uploadBytes(o, bytes, { name: 'last-byte-wrong.bin' });
+    await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+    const child = childAsks(parent, rec.file_id, sha256(bytes));
+    await waitFor(() => child.received() >= MiB, { timeoutMs: 20_000, what: 'the first piece at the child' });
+    up.release();
+    expect((await child.done).complete).toBe(false);
+    expect(child.received()).toBeLessThan(bytes.length);
+    expect(child.body().equals(bytes.subarray(0, child.received()))).toBe(true);
+    await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s copy from the origin' });
+    expect(parent.edge.cache.counts).toMatchObject({ parent: 0, origin: 1, failovers: 1 });
+    await expectWhole(parent, rec.file_id, bytes);
+    await expectNoLeak(parent);
+  }, 60_000);
+
+  it('a fill failing over between upstreams: the child on the first is cut, a child on the second streams it whole', async () => {
+    const first = await fakeUpstream();
+    const second = await fakeUpstream();
+    const parent = await parentWithChildren(`${first.url},${second.url}`);
+    const bytes = randomBytes(4 * MiB);
+    first.add(bytes, 2 * MiB + 1000);
+    second.add(bytes, 2 * MiB + 1000);
+    const rec = await uploadBytes(o, bytes, { name: 'failover-mid-stream.bin' });
+    await waitFor(() => first.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its first upstream' });
+    const early = childAsks(parent, rec.file_id, sha256(bytes));
+    await waitFor(() => early.received() >= MiB, { timeoutMs: 20_000, what: 'the first piece at the early child' });
+    // The first upstream's connection is closed under the fill: the parent moves to the second.
+    servers.at(-2)!.closeAllConnections();
+    expect((await early.done).complete).toBe(false);
+    expect(early.body().equals(bytes.subarray(0, early.received()))).toBe(true);
+    await waitFor(() => second.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its second upstream' });
+    const late = childAsks(parent, rec.file_id, sha256(bytes));
+    await waitFor(() => late.received() >= MiB, { timeoutMs: 20_000, what: 'the first piece at the late child while the second upstream waits' });
+    second.release();
+    expect((await late.done).complete).toBe(true);
+    expect(sha256(late.body())).toBe(sha256(bytes));
+    await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s own copy' });
+    expect(parent.edge.cache.counts).toMatchObject({ parent: 1, origin: 0, failovers: 1 });
+    await expectNoLeak(parent);
+  }, 60_000);
+
+  it('a child whose request starts the fill (a miss at the parent) gets the whole right file, and so does one joining it', async () => {
+    const { parent, up, rec, bytes } = await missAtParent('miss-at-parent.bin');
+    const first = childAsks(parent, rec.file_id, sha256(bytes));
+    await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the child\'s request starting the parent\'s fill' });
+    const second = childAsks(parent, rec.file_id, sha256(bytes));
+    await waitFor(() => second.received() >= MiB, { timeoutMs: 20_000, what: 'the first piece at a child asking once the fill is under way' });
+    up.release();
+    for (const c of [first, second]) {
+      expect((await c.done).complete).toBe(true);
+      expect(sha256(c.body())).toBe(sha256(bytes));
+    }
+    await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s own copy' });
+    expect(parent.edge.cache.counts).toMatchObject({ parent: 1, origin: 0, failovers: 0 });
+    await expectNoLeak(parent);
+  }, 60_000);
+
+  // FOUND: the child whose request starts the parent's fill is not sent it as it arrives: the
+  // cache starts a fill a microtask later (core/coalesce.ts `Promise.resolve().then(make)`), so
+  // tier-route.ts `answer` peeks before the tap exists and waits for the parent's whole copy.
+  // Proposed fix: /tmp/notes/A-wants.patch (peek once the fill has begun).
+  it.fails('the child whose request starts the fill is sent it as it arrives too', async () => {
+    const { parent, up, rec, bytes } = await missAtParent('miss-streamed.bin');
+    const first = childAsks(parent, rec.file_id, sha256(bytes));
+    await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the child\'s request starting the parent\'s fill' });
+    try {
+      await waitFor(() => first.received() >= MiB, { timeoutMs: 10_000, what: 'the first piece at the child that started the fill' });
+      expect(first.status()).toBe(200);
+    } finally {
+      up.release();
+      await first.done;
+    }
+    expect(sha256(first.body())).toBe(sha256(bytes));
+  }, 60_000);
 });

@@ -485,3 +485,35 @@ describe('a slow but steady upstream', () => {
     expect((await starter.done).complete).toBe(true);
   }, 90_000);
 });
+
+describe('stalled children hold what they were sent, no more', () => {
+  it('children stalled on two 16 MiB fills keep 32 MiB counted; a third file takes the old path whole; gone, they free it all', async () => {
+    const up = await fakeUpstream();
+    const parent = await parentWithChildren(up.url);
+    const big = [randomBytes(PARENT_HOT_FILES.fileLimit), randomBytes(PARENT_HOT_FILES.fileLimit)];
+    const third = randomBytes(3 * MiB);
+    for (const b of [...big, third]) up.add(b, 2 * MiB + 1000);
+    const recs = [];
+    for (const [i, b] of big.entries()) recs.push(await uploadBytes(o, b, { name: `stalled-${i}.bin` }));
+    await waitFor(() => big.every((b) => up.asked(b) === 1), { timeoutMs: 20_000, what: 'the parent filling both' });
+    const stalled = recs.map((r, i) => childAsks(parent, r.file_id, sha256(big[i]!)));
+    await waitFor(() => stalled.every((c) => c.received() >= MiB), { timeoutMs: 20_000, what: 'the first piece at both stalled children' });
+    for (const c of stalled) c.stall();
+    up.release();
+    await waitFor(() => recs.every((r) => cached(parent, r.file_id)), { timeoutMs: 30_000, what: 'the parent\'s own copies' });
+    expect(parent.edge.childCopies.bytes).toBe(PARENT_HOT_FILES.capacity);
+    const rec3 = await uploadBytes(o, third, { name: 'after-stalled.bin' });
+    await waitFor(() => up.asked(third) === 1, { timeoutMs: 10_000, what: 'the parent filling the third file' });
+    const child = childAsks(parent, rec3.file_id, sha256(third));
+    await new Promise((r) => setTimeout(r, 300));
+    // No room to hold it: the child waits for the parent's whole copy.
+    expect(child.received()).toBe(0);
+    up.release();
+    expect((await child.done).complete).toBe(true);
+    expect(sha256(child.body())).toBe(sha256(third));
+    expect(parent.edge.childCopies.bytes).toBeLessThanOrEqual(PARENT_HOT_FILES.capacity);
+    for (const c of stalled) c.abort();
+    await Promise.all(stalled.map((c) => c.done));
+    await expectNoLeak(parent);
+  }, 90_000);
+});

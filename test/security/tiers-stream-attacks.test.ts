@@ -8,13 +8,13 @@
  * or leak what it holds for children.
  */
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin.js';
 import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { RequestTap } from '../helpers/request-tap.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { askParent, fakeUpstream as fakeUpstreamOn, slowBlobProxy as slowProxy } from '../helpers/tier-stream-rig.js';
 import { sha256, waitFor } from '../kit/index.js';
 import { PARENT_HOT_FILES } from '../../src/edge/tier-route.js';
 
@@ -37,57 +37,11 @@ afterAll(async () => {
 }, 120_000);
 
 const token = () => o.origin.credentials.edgeTokens[0]!;
-
-type Mode = 'pause' | 'close' | 'stall';
-
-/**
- * A fake upstream for the parent: for each version (by SHA-256) registered, the right headers,
- * then `first` bytes, then per `mode`: wait for `release` and send the rest ('pause'), destroy
- * the socket ('close'), or never send more nor close ('stall').
- */
-async function fakeUpstream() {
-  const files = new Map<string, { bytes: Buffer; first: number; mode: Mode; tail?: Buffer }>();
-  const waiting: Array<() => void> = [];
-  const asked = new Map<string, number>();
-  const server = http.createServer((req, res) => {
-    const sha = new URL(req.url ?? '/', 'http://x').searchParams.get('sha256') ?? '';
-    asked.set(sha, (asked.get(sha) ?? 0) + 1);
-    const f = files.get(sha);
-    if (!f) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { 'content-length': f.bytes.length, 'x-coffer-sha256': sha });
-    if (f.first > 0) res.write(f.bytes.subarray(0, f.first));
-    if (f.mode === 'close') setTimeout(() => res.socket?.destroy(), 50);
-    else if (f.mode === 'pause') {
-      // A byte every 500 ms while held, as a live upstream would: the parent's idle bound
-      // (PARENT_IDLE_MS) must not end a fill held for the test on a busy machine.
-      let at = f.first;
-      const trickle = setInterval(() => {
-        if (at < f.bytes.length - 1) res.write(f.bytes.subarray(at, ++at));
-      }, 500);
-      res.once('close', () => clearInterval(trickle));
-      waiting.push(() => {
-        clearInterval(trickle);
-        res.end(f.tail ? f.tail.subarray(at - f.first) : f.bytes.subarray(at));
-      });
-    }
-  });
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    /** `tail`: sent at the release instead of the rest of `bytes` (from `first` on). */
-    add(bytes: Buffer, first: number, mode: Mode = 'pause', tail?: Buffer) {
-      files.set(sha256(bytes), { bytes, first, mode, ...(tail ? { tail } : {}) });
-    },
-    asked: (bytes: Buffer) => asked.get(sha256(bytes)) ?? 0,
-    release() {
-      for (const w of waiting.splice(0)) w();
-    },
-  };
-}
+const fakeUpstream = () => fakeUpstreamOn(servers);
+const slowBlobProxy = (target: string, perTick: number, pause?: { after: number; ms: number }) =>
+  slowProxy(target, perTick, (close) => closers.push(close), pause);
+/** A child's raw request to `parent` with the edges' token (tier-stream-rig.ts `askParent`). */
+const childAsks = (parent: TestEdge, id: string, sha: string, method = 'GET') => askParent(parent.edge.url, token(), id, sha, method);
 
 /** A parent edge filling from `upstream` first (then the origin, through `originUrl`), already asked by a child. */
 async function parentWithChildren(upstream: string, originUrl = o.url, env: Record<string, string> = {}): Promise<TestEdge> {
@@ -96,40 +50,6 @@ async function parentWithChildren(upstream: string, originUrl = o.url, env: Reco
   const r = await fetch(`${e.edge.url}/_edge/blob/none?sha256=${'0'.repeat(64)}&seq=0`, { headers: { authorization: `Bearer ${token()}` } });
   expect(r.status).toBe(404);
   return e;
-}
-
-/** A child's raw request: its status, the bytes as they come, and ways to abort or stall it. */
-function childAsks(parent: TestEdge, id: string, sha: string, method = 'GET') {
-  const chunks: Buffer[] = [];
-  let status = 0;
-  let req!: http.ClientRequest;
-  let response: http.IncomingMessage | undefined;
-  let stalled = false;
-  const received = () => chunks.reduce((n, c) => n + c.length, 0);
-  const done = new Promise<{ complete: boolean }>((resolve) => {
-    req = http.request(`${parent.edge.url}/_edge/blob/${id}?sha256=${sha}&seq=0`, { method, headers: { authorization: `Bearer ${token()}` } }, (res) => {
-      response = res;
-      status = res.statusCode ?? 0;
-      res.on('data', (c: Buffer) => {
-        chunks.push(c);
-        if (stalled) res.pause();
-      });
-      res.on('end', () => resolve({ complete: res.complete }));
-      res.on('error', () => resolve({ complete: false }));
-      res.on('close', () => resolve({ complete: res.complete }));
-    });
-    req.on('error', () => resolve({ complete: false }));
-    req.end();
-  });
-  return {
-    status: () => status, received, body: () => Buffer.concat(chunks), done,
-    abort: () => req.destroy(),
-    /** Stops reading, for good: the socket's buffers fill and the parent's writes wait. */
-    stall: () => {
-      stalled = true;
-      response?.pause();
-    },
-  };
 }
 
 const fileOf = (e: TestEdge, id: string) => e.edge.state.files.get(id);
@@ -316,53 +236,6 @@ describe('more fills at once than a parent holds', () => {
   }, 90_000);
 });
 
-/**
- * A proxy to the origin that sends the answers to blob fetches at `perTick` bytes each 100 ms
- * (a slow but steady origin) and everything else as it comes.
- */
-async function slowBlobProxy(target: string, perTick: number): Promise<string> {
-  const { hostname, port } = new URL(target);
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(port), hostname);
-    let slow = false;
-    const queue: Buffer[] = [];
-    const timer = setInterval(() => {
-      for (let room = perTick; room > 0 && queue.length > 0;) {
-        const head = queue[0]!;
-        const part = head.subarray(0, room);
-        client.write(part);
-        room -= part.length;
-        if (part.length === head.length) queue.shift();
-        else queue[0] = head.subarray(part.length);
-      }
-    }, 100);
-    for (const sock of [client, upstream]) sock.on('error', () => undefined);
-    client.on('data', (d: Buffer) => {
-      if (/GET \/_edge\/blob\//.test(d.toString('latin1'))) slow = true;
-      upstream.write(d);
-    });
-    upstream.on('data', (d: Buffer) => (slow ? queue.push(d) : client.write(d)));
-    client.once('close', () => (clearInterval(timer), upstream.destroy()));
-    // The origin closes once it has sent everything: what is queued still goes first.
-    upstream.once('close', () => {
-      const drained = setInterval(() => {
-        if (queue.length > 0 && !client.destroyed) return;
-        clearInterval(drained);
-        clearInterval(timer);
-        client.end();
-      }, 100);
-    });
-  });
-  closers.push(() => {
-    server.close();
-    for (const c of connections) c.destroy();
-  });
-  const connections = new Set<net.Socket>();
-  server.on('connection', (c) => (connections.add(c), c.once('close', () => connections.delete(c))));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
 /** A file uploaded before its parent started: no fill of it at the parent until a child asks. */
 async function missAtParent(name: string) {
   const bytes = randomBytes(3 * MiB);
@@ -466,10 +339,7 @@ describe('a slow but steady upstream', () => {
   // sends what it has once a second when a whole piece has not come).
   it.fails('a child edge filling through a parent whose origin sends 200 KiB/s stays with the parent', async () => {
     const slow = await slowBlobProxy(o.url, 20 * 1024);
-    const parent = await startTestEdge(o, () => ({}), slow);
-    started.push(parent);
-    const r = await fetch(`${parent.edge.url}/_edge/blob/none?sha256=${'0'.repeat(64)}&seq=0`, { headers: { authorization: `Bearer ${token()}` } });
-    expect(r.status).toBe(404);
+    const parent = await parentWithChildren('', slow);
     const bytes = randomBytes(2 * MiB + 500_000);
     const rec = await uploadBytes(o, bytes, { name: 'slow-origin.bin' });
     // The parent's fill is under way (and tapped for children) before the child edge exists:
@@ -484,6 +354,27 @@ describe('a slow but steady upstream', () => {
     expect(child.edge.cache.counts).toMatchObject({ parent: 1, origin: 0, failovers: 0 });
     expect((await starter.done).complete).toBe(true);
   }, 90_000);
+});
+
+describe('an origin that pauses mid-body', () => {
+  it('a child edge streaming from a parent whose origin pauses 4.5 s gets the whole right file, from the parent or the origin', async () => {
+    const slow = await slowBlobProxy(o.url, 8 * MiB, { after: 1_600_000, ms: 4500 });
+    const parent = await parentWithChildren('', slow);
+    const bytes = randomBytes(3 * MiB);
+    const rec = await uploadBytes(o, bytes, { name: 'origin-pauses.bin' });
+    const starter = childAsks(parent, rec.file_id, sha256(bytes));
+    await waitFor(() => parent.edge.childCopies.bytes >= bytes.length, { timeoutMs: 10_000, what: 'the parent\'s fill under way' });
+    const child = await startTestEdge(o, () => ({ COFFER_EDGE_PARENTS: parent.edge.url }));
+    started.push(child);
+    const got = await fetch(`${child.edge.url}/files/${rec.file_id}`);
+    expect(got.status).toBe(200);
+    expect(sha256(Buffer.from(await got.arrayBuffer()))).toBe(sha256(bytes));
+    const counts = child.edge.cache.counts;
+    expect(counts.parent + counts.origin).toBe(1);
+    expect((await starter.done).complete).toBe(true);
+    expect(sha256(starter.body())).toBe(sha256(bytes));
+    await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s own copy' });
+  }, 60_000);
 });
 
 describe('stalled children hold what they were sent, no more', () => {

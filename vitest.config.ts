@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
  * The HTTP end-to-end tests run twice: on embedded storage (SQLite + the data dir's blobs/) in
  * `embedded`, with everything else, and on PostgreSQL + S3 (s3rver) in `postgres-s3`, where
  * test/helpers/origin.ts gives each test origin a fresh database and a fresh bucket. Two attack
- * files of test/security run there too: tiers-attacks and hot-bytes-attacks.
+ * files of test/security run there too: tiers-attacks, tiers-stream-attacks and hot-bytes-attacks.
  *
  * Left out of `postgres-s3`, with the reason:
  * - cli.test.ts, cli-client.test.ts, cli-keys.test.ts, cli-sync.test.ts, cli-link-variant.test.ts,
@@ -76,7 +76,7 @@ export default defineConfig({
           ...shared,
           name: 'postgres-s3',
           // With the attacks on tiered fill and on files held in memory: their stores' reads are what they attack.
-          include: ['test/e2e/**/*.test.ts', 'test/security/tiers-attacks.test.ts', 'test/security/hot-bytes-attacks.test.ts'],
+          include: ['test/e2e/**/*.test.ts', 'test/security/tiers-attacks.test.ts', 'test/security/hot-bytes-attacks.test.ts', 'test/security/tiers-stream-attacks.test.ts'],
           exclude: ['**/node_modules/**', ...e2eElsewhere],
           globalSetup: ['./test/helpers/postgres-setup.ts', './test/helpers/s3-setup.ts'],
           env: { COFFER_TEST_METADATA: 'postgres', COFFER_TEST_BLOBS: 's3' },

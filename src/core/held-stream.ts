@@ -11,12 +11,20 @@ import type { HeldBytes } from './hot-bytes.js';
 
 const CHUNK = 1 << 20;
 const TAIL = 64 << 10;
+/**
+ * A reader of a copy under way gets what has come at least this often, even less than a piece:
+ * it has its answer's headers, so bytes are all that tell it the sender is alive (a child edge
+ * gives a parent up after PARENT_IDLE_MS of silence).
+ */
+const LIVE_MS = 1000;
 
 export interface HeldStreamOptions {
   /** Asked before each piece: once false, the stream fails instead of sending more. */
   stillCurrent?: () => boolean;
   /** Bytes of a copy under way waited for before a piece is sent (default 1 MiB). */
   piece?: number;
+  /** `writeHeld`: once this long has passed without a whole piece, what has come is sent (default 1 s). */
+  liveMs?: number;
 }
 
 export function heldStream(held: HeldBytes, o: HeldStreamOptions = {}): Readable {
@@ -54,10 +62,20 @@ export async function writeHeld(res: http.ServerResponse, held: HeldBytes, o: He
   if (res.closed) held.release();
   else res.once('close', held.release);
   for (let at = 0; at < held.size;) {
+    let timer: NodeJS.Timeout | undefined;
+    const full = held.after(at, Math.min(least, held.size - at));
+    const some = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, o.liveMs ?? LIVE_MS);
+      timer.unref?.();
+    }).then(() => held.after(at, 1));
+    full.catch(() => {});
+    some.catch(() => {});
     try {
-      await held.after(at, Math.min(least, held.size - at));
+      await Promise.race([full, some]);
     } catch {
       return void res.destroy();
+    } finally {
+      clearTimeout(timer);
     }
     if (res.destroyed) return;
     if (o.stillCurrent && !o.stillCurrent()) return void res.destroy();

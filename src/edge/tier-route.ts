@@ -102,8 +102,11 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
   async function answer(req: http.IncomingMessage, res: http.ServerResponse, file: EdgeFile, via: readonly string[]): Promise<void> {
     const id = file.file_id;
     const current = () => d.follower.serving() && d.state.files.get(id)?.sha256 === file.sha256;
+    const starts = !d.cache.fetching(id);
     const filling = d.cache.ensure(file, () => d.state.files.get(id)?.sha256 === file.sha256, via);
     const get = req.method !== 'HEAD' && file.size > 0;
+    // A fill this request started begins a turn later (core/coalesce.ts): its tap is there once it has.
+    if (starts && get && d.hot) await new Promise<void>((resolve) => setImmediate(resolve));
     let held = get ? d.hot?.peek(hotKey(id, file.sha256), file.size) ?? null : null;
     if (held && !(await held.after(0).then(() => true, () => false))) {
       held.release();

@@ -217,7 +217,7 @@ describe('more fills at once than a parent holds', () => {
     const parent = await parentWithChildren(up.url);
     const files = Array.from({ length: 3 }, () => randomBytes(12 * MiB));
     for (const b of files) up.add(b, 6 * MiB);
-    const recs = [];
+    const recs: Array<{ file_id: string }> = [];
     for (const [i, b] of files.entries()) recs.push(await uploadBytes(o, b, { name: `big-${i}.bin` }));
     await waitFor(() => files.every((b) => up.asked(b) === 1), { timeoutMs: 20_000, what: 'the parent filling all three' });
     expect(parent.edge.childCopies.bytes).toBeLessThanOrEqual(PARENT_HOT_FILES.capacity);
@@ -312,11 +312,9 @@ describe('other races and lies', () => {
     await expectNoLeak(parent);
   }, 60_000);
 
-  // FOUND: the child whose request starts the parent's fill is not sent it as it arrives: the
-  // cache starts a fill a microtask later (core/coalesce.ts `Promise.resolve().then(make)`), so
-  // tier-route.ts `answer` peeks before the tap exists and waits for the parent's whole copy.
-  // Proposed fix: /tmp/notes/A-wants.patch (peek once the fill has begun).
-  it.fails('the child whose request starts the fill is sent it as it arrives too', async () => {
+  // The cache starts a fill a turn later (core/coalesce.ts): the route looks for the fill's
+  // buffer once it has begun, or this child would wait for the parent's whole copy.
+  it('the child whose request starts the fill is sent it as it arrives too', async () => {
     const { parent, up, rec, bytes } = await missAtParent('miss-streamed.bin');
     const first = childAsks(parent, rec.file_id, sha256(bytes));
     await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the child\'s request starting the parent\'s fill' });
@@ -332,12 +330,10 @@ describe('other races and lies', () => {
 });
 
 describe('a slow but steady upstream', () => {
-  // FOUND: before cut-through a child waiting on its parent's fill heard a 102 each second and
-  // stayed; sent the fill as it arrives, it hears nothing between pieces of 1 MiB, so an
-  // upstream slower than 1 MiB per PARENT_IDLE_MS (3 s) makes every child give the parent up
-  // and fetch from the origin itself. Proposed fix: /tmp/notes/A-wants.patch (held-stream.ts
-  // sends what it has once a second when a whole piece has not come).
-  it.fails('a child edge filling through a parent whose origin sends 200 KiB/s stays with the parent', async () => {
+  // A child that has its 200 hears no 102: between pieces of 1 MiB an upstream slower than
+  // 1 MiB per PARENT_IDLE_MS (3 s) would make it give the parent up and go to the origin. The
+  // parent sends what it has each second when a whole piece has not come (held-stream.ts).
+  it('a child edge filling through a parent whose origin sends 200 KiB/s stays with the parent', async () => {
     const slow = await slowBlobProxy(o.url, 20 * 1024);
     const parent = await parentWithChildren('', slow);
     const bytes = randomBytes(2 * MiB + 500_000);
@@ -384,7 +380,7 @@ describe('stalled children hold what they were sent, no more', () => {
     const big = [randomBytes(PARENT_HOT_FILES.fileLimit), randomBytes(PARENT_HOT_FILES.fileLimit)];
     const third = randomBytes(3 * MiB);
     for (const b of [...big, third]) up.add(b, 2 * MiB + 1000);
-    const recs = [];
+    const recs: Array<{ file_id: string }> = [];
     for (const [i, b] of big.entries()) recs.push(await uploadBytes(o, b, { name: `stalled-${i}.bin` }));
     await waitFor(() => big.every((b) => up.asked(b) === 1), { timeoutMs: 20_000, what: 'the parent filling both' });
     const stalled = recs.map((r, i) => childAsks(parent, r.file_id, sha256(big[i]!)));

@@ -7,6 +7,7 @@
  */
 import type http from 'node:http';
 import { Readable } from 'node:stream';
+import { systemClock, type Clock, type TimerHandle } from './clock.js';
 import type { HeldBytes } from './hot-bytes.js';
 
 const CHUNK = 1 << 20;
@@ -25,6 +26,8 @@ export interface HeldStreamOptions {
   piece?: number;
   /** `writeHeld`: once this long has passed without a whole piece, what has come is sent (default 1 s). */
   liveMs?: number;
+  /** `writeHeld`'s timer runs on it (default: the system's). */
+  clock?: Clock;
 }
 
 export function heldStream(held: HeldBytes, o: HeldStreamOptions = {}): Readable {
@@ -59,13 +62,14 @@ export function heldStream(held: HeldBytes, o: HeldStreamOptions = {}): Readable
  */
 export async function writeHeld(res: http.ServerResponse, held: HeldBytes, o: HeldStreamOptions = {}): Promise<void> {
   const least = o.piece ?? CHUNK;
+  const clock = o.clock ?? systemClock;
   if (res.closed) held.release();
   else res.once('close', held.release);
   for (let at = 0; at < held.size;) {
-    let timer: NodeJS.Timeout | undefined;
+    let timer: TimerHandle | undefined;
     const full = held.after(at, Math.min(least, held.size - at));
     const some = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, o.liveMs ?? LIVE_MS);
+      timer = clock.setTimeout(resolve, o.liveMs ?? LIVE_MS);
       timer.unref?.();
     }).then(() => held.after(at, 1));
     full.catch(() => {});
@@ -75,7 +79,7 @@ export async function writeHeld(res: http.ServerResponse, held: HeldBytes, o: He
     } catch {
       return void res.destroy();
     } finally {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
     }
     if (res.destroyed) return;
     if (o.stillCurrent && !o.stillCurrent()) return void res.destroy();

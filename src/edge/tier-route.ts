@@ -149,7 +149,7 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
     res.writeHead(200, ['Content-Type', 'application/octet-stream', 'Content-Length', String(file.size), 'Cache-Control', 'no-store',
       'X-Content-Type-Options', 'nosniff', 'Content-Security-Policy', SANDBOX_CSP, 'X-Coffer-Sha256', file.sha256, 'X-Coffer-Seq', String(d.state.seq)]);
     if (held) {
-      return writeHeld(res, held, { stillCurrent: current });
+      return writeHeld(res, held, { stillCurrent: current, clock });
     }
     const bytes = from as CachedBytes;
     if (head || file.size === 0) res.end();

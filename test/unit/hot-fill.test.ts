@@ -3,7 +3,9 @@
  * (core/held-stream.ts): what a parent edge's children read while its own fill is under way.
  */
 import { describe, expect, it } from 'vitest';
-import { heldStream } from '../../src/core/held-stream.js';
+import { EventEmitter } from 'node:events';
+import type http from 'node:http';
+import { heldStream, writeHeld } from '../../src/core/held-stream.js';
 import { HotBytes } from '../../src/core/hot-bytes.js';
 import { ManualClock } from '../kit/clock.js';
 
@@ -154,5 +156,67 @@ describe('heldStream', () => {
     await tick();
     h.clear();
     expect(h.bytes).toBe(0);
+  });
+});
+
+/** What writeHeld uses of a response: written pieces, end, destroy, close. */
+function fakeResponse() {
+  const r = Object.assign(new EventEmitter(), {
+    closed: false, destroyed: false, ended: false, pieces: [] as Buffer[],
+    write(b: Buffer) { r.pieces.push(Buffer.from(b)); return true; },
+    end(b?: Buffer) { if (b) r.pieces.push(Buffer.from(b)); r.ended = true; r.closed = true; r.emit('close'); },
+    destroy() { r.destroyed = true; r.closed = true; r.emit('close'); },
+  });
+  return r;
+}
+
+describe('writeHeld', () => {
+  it('sends a whole piece at once, and what has come once a second passes without one', async () => {
+    const { h, clock } = hot();
+    const fill = h.fill('k', 300)!;
+    const res = fakeResponse();
+    const done = writeHeld(res as unknown as http.ServerResponse, h.peek('k', 300)!, { piece: 100, clock });
+    fill.write(bytes.subarray(0, 150));
+    await tick();
+    expect(res.pieces.map((p) => p.length)).toEqual([150]);
+    fill.write(bytes.subarray(150, 170));
+    await tick();
+    expect(res.pieces.length, 'less than a piece waits').toBe(1);
+    await clock.advance(1000);
+    await tick();
+    expect(res.pieces.map((p) => p.length)).toEqual([150, 20]);
+    fill.write(bytes.subarray(170));
+    fill.end();
+    await done;
+    expect(res.ended).toBe(true);
+    expect(Buffer.concat(res.pieces).equals(bytes)).toBe(true);
+    expect(h.bytes).toBe(300);
+    h.drop('k');
+    expect(h.bytes, 'released once the answer closed').toBe(0);
+  });
+
+  it('cuts the answer when the copy fails or the file stops being current', async () => {
+    const { h, clock } = hot();
+    const fill = h.fill('k', 300)!;
+    const res = fakeResponse();
+    const done = writeHeld(res as unknown as http.ServerResponse, h.peek('k', 300)!, { piece: 100, clock });
+    fill.write(bytes);
+    fill.fail(new Error('wrong bytes'));
+    await done;
+    expect(res.destroyed).toBe(true);
+    expect(Buffer.concat(res.pieces).length).toBeLessThan(300);
+
+    let current = true;
+    const again = h.fill('k', 300)!;
+    const res2 = fakeResponse();
+    const done2 = writeHeld(res2 as unknown as http.ServerResponse, h.peek('k', 300)!, { piece: 100, clock, stillCurrent: () => current });
+    again.write(bytes.subarray(0, 100));
+    await tick();
+    current = false;
+    again.write(bytes.subarray(100));
+    again.end();
+    await done2;
+    expect(res2.destroyed).toBe(true);
+    expect(Buffer.concat(res2.pieces).length).toBe(100);
   });
 });

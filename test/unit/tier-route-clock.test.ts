@@ -27,6 +27,7 @@ async function parent(clock: ManualClock, state: EdgeState): Promise<string> {
   const cache = {
     ensure: async () => ({ path: undefined, size: 3, memory: Buffer.from('abc') }),
     fillAlive: () => false,
+    fetching: () => false,
     counts: { servedToChildren: 0 },
   } as unknown as EdgeCache;
   const route = tierRoute({ tokens: [TOKEN], follower: { edgeId: 'parent', serving: () => true }, state, cache, onError: () => {}, clock });

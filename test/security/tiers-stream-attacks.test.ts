@@ -71,6 +71,14 @@ async function expectWhole(parent: TestEdge, id: string, bytes: Buffer): Promise
   expect(sha256(again.body())).toBe(sha256(bytes));
 }
 
+/** The parent's own copy is kept, from where `counts` says; a child asking now gets it whole; nothing stays counted. */
+async function expectSettled(parent: TestEdge, id: string, counts: Record<string, number>, bytes?: Buffer): Promise<void> {
+  await waitFor(() => cached(parent, id), { timeoutMs: 20_000, what: 'the parent\'s own copy' });
+  expect(parent.edge.cache.counts).toMatchObject(counts);
+  if (bytes) await expectWhole(parent, id, bytes);
+  await expectNoLeak(parent);
+}
+
 describe('an upstream that fails mid-body', () => {
   for (const mode of ['close', 'stall'] as const) {
     it(`${mode}: children mid-stream get an incomplete answer, the parent falls back to the origin, later children get the whole file`, async () => {
@@ -90,11 +98,8 @@ describe('an upstream that fails mid-body', () => {
         else expect(c.received()).toBeLessThan(bytes.length);
         expect(c.body().equals(bytes.subarray(0, c.received()))).toBe(true);
       }
-      await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s copy from the origin' });
-      expect(parent.edge.cache.counts).toMatchObject({ parent: 0, origin: 1, failovers: 1 });
+      await expectSettled(parent, rec.file_id, { parent: 0, origin: 1, failovers: 1 }, bytes);
       expect(originTap.blobFetches(rec.file_id)).toBe(1);
-      await expectWhole(parent, rec.file_id, bytes);
-      await expectNoLeak(parent);
     }, 60_000);
   }
 });
@@ -203,10 +208,7 @@ describe('sizes at the edges of what a parent holds', () => {
       await head.done;
       expect(head.status()).toBe(200);
       expect(head.received()).toBe(0);
-      await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s own copy' });
-      expect(parent.edge.cache.counts).toMatchObject({ parent: 1, origin: 0, failovers: 0 });
-      await expectWhole(parent, rec.file_id, bytes);
-      await expectNoLeak(parent);
+      await expectSettled(parent, rec.file_id, { parent: 1, origin: 0, failovers: 0 }, bytes);
     }, 60_000);
   }
 });
@@ -264,10 +266,7 @@ describe('other races and lies', () => {
     expect((await child.done).complete).toBe(false);
     expect(child.received()).toBeLessThan(bytes.length);
     expect(child.body().equals(bytes.subarray(0, child.received()))).toBe(true);
-    await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s copy from the origin' });
-    expect(parent.edge.cache.counts).toMatchObject({ parent: 0, origin: 1, failovers: 1 });
-    await expectWhole(parent, rec.file_id, bytes);
-    await expectNoLeak(parent);
+    await expectSettled(parent, rec.file_id, { parent: 0, origin: 1, failovers: 1 }, bytes);
   }, 60_000);
 
   it('a fill failing over between upstreams: the child on the first is cut, a child on the second streams it whole', async () => {
@@ -291,41 +290,23 @@ describe('other races and lies', () => {
     second.release();
     expect((await late.done).complete).toBe(true);
     expect(sha256(late.body())).toBe(sha256(bytes));
-    await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s own copy' });
-    expect(parent.edge.cache.counts).toMatchObject({ parent: 1, origin: 0, failovers: 1 });
-    await expectNoLeak(parent);
+    await expectSettled(parent, rec.file_id, { parent: 1, origin: 0, failovers: 1 });
   }, 60_000);
 
-  it('a child whose request starts the fill (a miss at the parent) gets the whole right file, and so does one joining it', async () => {
+  // The cache starts a fill a turn later (core/coalesce.ts): the route looks for the fill's
+  // buffer once it has begun, or the first child would wait for the parent's whole copy.
+  it('a child whose request starts the fill (a miss at the parent) is sent it as it arrives, as is one joining it; both whole and right', async () => {
     const { parent, up, rec, bytes } = await missAtParent('miss-at-parent.bin');
     const first = childAsks(parent, rec.file_id, sha256(bytes));
     await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the child\'s request starting the parent\'s fill' });
     const second = childAsks(parent, rec.file_id, sha256(bytes));
-    await waitFor(() => second.received() >= MiB, { timeoutMs: 20_000, what: 'the first piece at a child asking once the fill is under way' });
+    await waitFor(() => first.received() >= MiB && second.received() >= MiB, { timeoutMs: 20_000, what: 'the first piece at both children while the upstream waits' });
     up.release();
     for (const c of [first, second]) {
       expect((await c.done).complete).toBe(true);
       expect(sha256(c.body())).toBe(sha256(bytes));
     }
-    await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s own copy' });
-    expect(parent.edge.cache.counts).toMatchObject({ parent: 1, origin: 0, failovers: 0 });
-    await expectNoLeak(parent);
-  }, 60_000);
-
-  // The cache starts a fill a turn later (core/coalesce.ts): the route looks for the fill's
-  // buffer once it has begun, or this child would wait for the parent's whole copy.
-  it('the child whose request starts the fill is sent it as it arrives too', async () => {
-    const { parent, up, rec, bytes } = await missAtParent('miss-streamed.bin');
-    const first = childAsks(parent, rec.file_id, sha256(bytes));
-    await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the child\'s request starting the parent\'s fill' });
-    try {
-      await waitFor(() => first.received() >= MiB, { timeoutMs: 10_000, what: 'the first piece at the child that started the fill' });
-      expect(first.status()).toBe(200);
-    } finally {
-      up.release();
-      await first.done;
-    }
-    expect(sha256(first.body())).toBe(sha256(bytes));
+    await expectSettled(parent, rec.file_id, { parent: 1, origin: 0, failovers: 0 });
   }, 60_000);
 });
 

@@ -385,3 +385,26 @@ describe('stalled children hold what they were sent, no more', () => {
     await expectNoLeak(parent);
   }, 90_000);
 });
+
+describe('a child that stops reading', () => {
+  it('is dropped after COFFER_IDLE_TIMEOUT_MS, and the buffer it held is freed without anyone aborting it', async () => {
+    const up = await fakeUpstream();
+    const parent = await parentWithChildren(up.url, o.url, { COFFER_IDLE_TIMEOUT_MS: '1500' });
+    const bytes = randomBytes(12 * MiB);
+    up.add(bytes, 2 * MiB + 1000);
+    const rec = await uploadBytes(o, bytes, { name: 'stopped-reading.bin' });
+    await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+    const child = childAsks(parent, rec.file_id, sha256(bytes));
+    await waitFor(() => child.received() >= MiB, { timeoutMs: 20_000, what: 'the first piece at the child' });
+    child.stall();
+    up.release();
+    await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s own copy' });
+    // Dropped from the map, the buffer stays counted while the stalled answer holds it.
+    parent.edge.childCopies.clear();
+    expect(parent.edge.childCopies.bytes).toBe(bytes.length);
+    // The parent drops the connection (its idle timeout); the paused client is not told until it reads.
+    await waitFor(() => parent.edge.childCopies.bytes === 0, { timeoutMs: 10_000, what: 'the buffer freed once the idle timeout dropped the child' });
+    expect(child.received()).toBeLessThan(bytes.length);
+    child.abort();
+  }, 60_000);
+});

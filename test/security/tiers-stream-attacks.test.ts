@@ -310,46 +310,44 @@ describe('other races and lies', () => {
   }, 60_000);
 });
 
+/**
+ * A parent filling through `slow` (a slowBlobProxy to the origin) with a fill under way for a
+ * new file, and a child edge started then that asks for it: the child's answer and its edge.
+ */
+async function childEdgeBehindSlowParent(slow: string, size: number, name: string) {
+  const parent = await parentWithChildren('', slow);
+  const bytes = randomBytes(size);
+  const rec = await uploadBytes(o, bytes, { name });
+  // The parent's fill is under way (and tapped for children) before the child edge exists:
+  // started by an earlier request if not by the parent's own prefetch.
+  const starter = childAsks(parent, rec.file_id, sha256(bytes));
+  await waitFor(() => parent.edge.childCopies.bytes >= bytes.length, { timeoutMs: 10_000, what: 'the parent\'s fill under way' });
+  const child = await startTestEdge(o, () => ({ COFFER_EDGE_PARENTS: parent.edge.url }));
+  started.push(child);
+  const got = await fetch(`${child.edge.url}/files/${rec.file_id}`);
+  expect(got.status).toBe(200);
+  expect(sha256(Buffer.from(await got.arrayBuffer()))).toBe(sha256(bytes));
+  expect((await starter.done).complete).toBe(true);
+  expect(sha256(starter.body())).toBe(sha256(bytes));
+  return { parent, child, rec };
+}
+
 describe('a slow but steady upstream', () => {
   // A child that has its 200 hears no 102: between pieces of 1 MiB an upstream slower than
   // 1 MiB per PARENT_IDLE_MS (3 s) would make it give the parent up and go to the origin. The
   // parent sends what it has each second when a whole piece has not come (held-stream.ts).
   it('a child edge filling through a parent whose origin sends 200 KiB/s stays with the parent', async () => {
-    const slow = await slowBlobProxy(o.url, 20 * 1024);
-    const parent = await parentWithChildren('', slow);
-    const bytes = randomBytes(2 * MiB + 500_000);
-    const rec = await uploadBytes(o, bytes, { name: 'slow-origin.bin' });
-    // The parent's fill is under way (and tapped for children) before the child edge exists:
-    // started by an earlier request if not by the parent's own prefetch.
-    const starter = childAsks(parent, rec.file_id, sha256(bytes));
-    await waitFor(() => parent.edge.childCopies.bytes >= bytes.length, { timeoutMs: 10_000, what: 'the parent\'s fill under way' });
-    const child = await startTestEdge(o, () => ({ COFFER_EDGE_PARENTS: parent.edge.url }));
-    started.push(child);
-    const got = await fetch(`${child.edge.url}/files/${rec.file_id}`);
-    expect(got.status).toBe(200);
-    expect(sha256(Buffer.from(await got.arrayBuffer()))).toBe(sha256(bytes));
+    const { child } = await childEdgeBehindSlowParent(await slowBlobProxy(o.url, 20 * 1024), 2 * MiB + 500_000, 'slow-origin.bin');
     expect(child.edge.cache.counts).toMatchObject({ parent: 1, origin: 0, failovers: 0 });
-    expect((await starter.done).complete).toBe(true);
   }, 90_000);
 });
 
 describe('an origin that pauses mid-body', () => {
   it('a child edge streaming from a parent whose origin pauses 4.5 s gets the whole right file, from the parent or the origin', async () => {
     const slow = await slowBlobProxy(o.url, 8 * MiB, { after: 1_600_000, ms: 4500 });
-    const parent = await parentWithChildren('', slow);
-    const bytes = randomBytes(3 * MiB);
-    const rec = await uploadBytes(o, bytes, { name: 'origin-pauses.bin' });
-    const starter = childAsks(parent, rec.file_id, sha256(bytes));
-    await waitFor(() => parent.edge.childCopies.bytes >= bytes.length, { timeoutMs: 10_000, what: 'the parent\'s fill under way' });
-    const child = await startTestEdge(o, () => ({ COFFER_EDGE_PARENTS: parent.edge.url }));
-    started.push(child);
-    const got = await fetch(`${child.edge.url}/files/${rec.file_id}`);
-    expect(got.status).toBe(200);
-    expect(sha256(Buffer.from(await got.arrayBuffer()))).toBe(sha256(bytes));
+    const { parent, child, rec } = await childEdgeBehindSlowParent(slow, 3 * MiB, 'origin-pauses.bin');
     const counts = child.edge.cache.counts;
     expect(counts.parent + counts.origin).toBe(1);
-    expect((await starter.done).complete).toBe(true);
-    expect(sha256(starter.body())).toBe(sha256(bytes));
     await waitFor(() => cached(parent, rec.file_id), { timeoutMs: 20_000, what: 'the parent\'s own copy' });
   }, 60_000);
 });

@@ -101,17 +101,15 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
    */
   async function answer(req: http.IncomingMessage, res: http.ServerResponse, file: EdgeFile, via: readonly string[]): Promise<void> {
     const id = file.file_id;
-    const current = () => d.follower.serving() && d.state.files.get(id)?.sha256 === file.sha256;
+    const sameVersion = () => d.state.files.get(id)?.sha256 === file.sha256;
+    const current = () => d.follower.serving() && sameVersion();
     const starts = !d.cache.fetching(id);
-    const filling = d.cache.ensure(file, () => d.state.files.get(id)?.sha256 === file.sha256, via);
+    const filling = d.cache.ensure(file, sameVersion, via);
     const get = req.method !== 'HEAD' && file.size > 0;
     // A fill this request started begins a turn later (core/coalesce.ts): its tap is there once it has.
     if (starts && get && d.hot) await new Promise<void>((resolve) => setImmediate(resolve));
     let held = get ? d.hot?.peek(hotKey(id, file.sha256), file.size) ?? null : null;
-    if (held && !(await held.after(0).then(() => true, () => false))) {
-      held.release();
-      held = null;
-    }
+    if (held && !(await hasBytes(held))) held = null;
     if (held) {
       filling.catch((err: unknown) => d.onError(err, id));
       return send(res, file, held, current);
@@ -129,8 +127,7 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
       return;
     }
     held = get && !bytes.memory ? heldCopy(d.hot, file, bytes.path!) : null;
-    if (held && !(await held.after(0).then(() => true, () => false))) {
-      held.release();
+    if (held && !(await hasBytes(held))) {
       sendError(res, 'bad_gateway', 'This edge could not read its copy of the file; try the next source.');
       return;
     }
@@ -218,6 +215,13 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
       clock.clearInterval(beat);
     }
   };
+}
+
+/** Waits for a held file's first bytes: false, and the file released, when its filling failed. */
+async function hasBytes(held: HeldBytes): Promise<boolean> {
+  const ok = await held.after(0).then(() => true, () => false);
+  if (!ok) held.release();
+  return ok;
 }
 
 /** The cached file `path` held in memory for every child asking for it meanwhile, or null when it cannot be. */

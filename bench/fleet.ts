@@ -3,7 +3,7 @@
 //
 // Run with `npm run bench:fleet -- [options]` (builds first) or `npx tsx bench/fleet.ts
 // [options]`. See bench/README.md ("Fleet") and `--help`. In one run it measures the
-// machine (copy rate, the floor of a fan-out to every edge, idle memory), complete-upload
+// machine (copy rate, the copy fleet, the floor of a fan-out to every edge, idle memory), complete-upload
 // and prewarm with one edge and then with all of them, deletes and visibility switches
 // acknowledged by every edge, and checks nothing stale is served. All processes and the
 // work directory are removed on exit, failure, Ctrl-C and (through a watchdog) SIGKILL.
@@ -29,7 +29,7 @@ import {
 } from "./common.js";
 import { deletePhase, visibilityPhase, SMALL_BYTES } from "./fleet/changes.js";
 import { Checks } from "./fleet/checks.js";
-import { bareNodeMemory, measureCopyRate, medianMemory } from "./fleet/machine.js";
+import { bareNodeMemory, measureCopyFleet, measureCopyRate, medianMemory } from "./fleet/machine.js";
 import { USAGE, parseOptions, type Options } from "./fleet/options.js";
 import { prewarmRound, type PrewarmRound } from "./fleet/prewarm.js";
 import { edgeAgent, measureFloor } from "./fleet/probe.js";
@@ -66,6 +66,9 @@ async function run(opts: Options, workDir: string, loadAvgStart: number | null):
   log(`copy rate: ${COPY_ROUNDS} x ${fmt(opts.prewarmBytes / MiB, 0)} MiB per receiver...`);
   const copyRate = await measureCopyRate(opts.prewarmBytes, COPY_ROUNDS, workDir);
   log(`copy rate: ${fmt(copyRate.bytesPerS / MiB, 0)} MiB/s bare, ${fmt(copyRate.fillBytesPerS / MiB, 0)} MiB/s as verified fills`);
+  log(`copy fleet: ${opts.edges} receivers, ${opts.rounds} rounds of one ${fmt(opts.prewarmBytes / MiB, 0)} MiB fill each...`);
+  const copyFleet = await measureCopyFleet(opts.edges, opts.prewarmBytes, opts.rounds, workDir, opts.batch);
+  log(`copy fleet: ${copyFleet.roundsMs.map((x) => fmt(x, 0)).join(" / ")} ms per round; ${fmt(median(copyFleet.receiverCpuMs), 1)} ms of CPU per receiver's fill`);
   const checks = new Checks();
   let startupMs = await startEdges(opts, f, 0, 1);
   // Rounds at one edge are cheap and their complete-upload is the reference: a few more of them.
@@ -114,6 +117,7 @@ async function run(opts: Options, workDir: string, loadAvgStart: number | null):
     idleCpuShare,
     floor,
     copyRate,
+    copyFleet,
     copyRateWithFleet,
     single,
     fleet: fleetRounds,

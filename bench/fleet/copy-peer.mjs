@@ -6,11 +6,15 @@
 //                                                            least do (src/edge/blob-fetch.ts, fill-copy.ts): read into one
 //                                                            256 KiB buffer, SHA-256 every byte, gather into 1 MiB writes to
 //                                                            a new file in DIR, fsync it, check the digest; then remove it
+//   node bench/fleet/copy-peer.mjs fills PORT BYTES N DIR    one such fill per line read on stdin, N times: prints "ready", then
+//                                                            "fill R done in MS ms" after the R-th (a fleet of these, each
+//                                                            told to go at once, copies the way a prewarm does)
 
 import { createHash, randomBytes } from "node:crypto";
 import { open, rm } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
+import { createInterface } from "node:readline";
 import { performance } from "node:perf_hooks";
 
 const READ_BUFFER = 256 * 1024;
@@ -28,12 +32,12 @@ if (mode === "send") {
   });
   server.listen(0, "127.0.0.1", () => process.stdout.write(`copy peer listening on ${server.address().port}\n`));
   process.on("SIGTERM", () => process.exit(0));
-} else if (mode === "recv" || mode === "fill") {
+} else if (mode === "recv" || mode === "fill" || mode === "fills") {
   const port = Number(a);
   const bytes = Number(b);
   const rounds = Number(c);
   const dir = d;
-  const expected = mode === "fill" ? createHash("sha256").update(body(bytes)).digest("hex") : "";
+  const expected = mode !== "recv" ? createHash("sha256").update(body(bytes)).digest("hex") : "";
   const bare = () =>
     new Promise((resolve, reject) => {
       let got = 0;
@@ -95,11 +99,25 @@ if (mode === "send") {
     await rm(file);
     return got;
   };
+  if (mode === "fills") {
+    // Waits for each go line before its fill, so many of these start together.
+    const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+    process.stdout.write("ready\n");
+    for (let r = 1; r <= rounds; r++) {
+      if ((await lines.next()).done) break;
+      const t0 = performance.now();
+      await fill();
+      process.stdout.write(`fill ${r} done in ${(performance.now() - t0).toFixed(3)} ms\n`);
+    }
+    // Stays until stdin ends, so its CPU can be read after the last fill.
+    while (!(await lines.next()).done);
+    process.exit(0);
+  }
   const t0 = performance.now();
   let total = 0;
   for (let i = 0; i < rounds; i++) total += await (mode === "fill" ? fill() : bare());
   process.stdout.write(`copied ${total} in ${(performance.now() - t0).toFixed(3)} ms\n`);
 } else {
-  process.stderr.write("usage: copy-peer.mjs send BYTES | recv PORT BYTES ROUNDS | fill PORT BYTES ROUNDS DIR\n");
+  process.stderr.write("usage: copy-peer.mjs send BYTES | recv PORT BYTES ROUNDS | fill PORT BYTES ROUNDS DIR | fills PORT BYTES ROUNDS DIR\n");
   process.exit(2);
 }

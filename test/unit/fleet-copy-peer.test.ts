@@ -66,3 +66,38 @@ describe('copy-peer fill', () => {
     expect(got.err).toMatch(/not the bytes sent|got \d+ of/);
   }, 60_000);
 });
+
+describe('copy-peer fills (the copy fleet: bench/fleet/machine.ts measureCopyFleet)', () => {
+  it('makes one verified fill per go line, none before it, and stays until stdin ends', async () => {
+    const size = 2 * 1024 * 1024 + 7;
+    const port = await sender(size);
+    const dir = await mkdtemp(join(tmpdir(), 'coffer-fills-'));
+    dirs.push(dir);
+    const child = spawn(process.execPath, [PEER, 'fills', port, String(size), '2', dir]);
+    children.push(child);
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const printed = async (re: RegExp): Promise<void> => {
+      for (let i = 0; i < 300 && !re.test(out); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(out).toMatch(re);
+    };
+    await printed(/^ready\n/);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(out).toBe('ready\n');
+    child.stdin.write('go\n');
+    await printed(/fill 1 done in [\d.]+ ms\n/);
+    expect(out).not.toMatch(/fill 2/);
+    child.stdin.write('go\n');
+    await printed(/fill 2 done in [\d.]+ ms\n/);
+    // Still running after its last fill, so its CPU can be read; it leaves when stdin ends.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(child.exitCode).toBeNull();
+    child.stdin.end();
+    expect(await exited).toBe(0);
+    expect(err).toBe('');
+    expect(await readdir(dir)).toEqual([]);
+  }, 60_000);
+});

@@ -166,8 +166,9 @@ export class AckSender {
     const n = ++this.sent;
     const seq = (this.ackedSeq = this.o.seq());
     if (renew) {
+      // Left referenced: Node keeps the list of a cleared unreferenced timer until it would have
+      // fired, a wakeup for nothing after every renewal (stop() clears it, so no exit waits on it).
       const timer = this.o.clock.setTimeout(() => this.unanswered(n), this.answerWithinMs);
-      timer.unref?.();
       this.pending.set(n, { sentAt: this.o.clock.monotonic(), epoch: this.o.epoch(), timer, late: false });
     }
     req.write(`{"n":${n},"seq":${seq}${renew ? ',"renew":true' : ''}}\n`, () => this.through(n));

@@ -47,7 +47,16 @@ export class RequestTap {
       client.once('end', () => upstream.end());
       upstream.on('data', (d: Buffer) => tap.respond(upstream, client, d));
       client.once('close', () => upstream.destroy());
-      upstream.once('close', () => client.destroy());
+      // An orderly end from the origin is passed on as one, after what is still buffered for the
+      // client (kernel buffers may not have taken it yet); a close without one, as a close.
+      let upstreamEnded = false;
+      upstream.once('end', () => {
+        upstreamEnded = true;
+        client.end();
+      });
+      upstream.once('close', () => {
+        if (!upstreamEnded) client.destroy();
+      });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const address = server.address();

@@ -14,7 +14,7 @@ import { startTestOrigin, uploadBytes, type TestOrigin } from '../helpers/origin
 import { startTestEdge, type TestEdge } from '../helpers/logging-edge.js';
 import { RequestTap } from '../helpers/request-tap.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
-import { askParent, fakeUpstream as fakeUpstreamOn, slowBlobProxy as slowProxy } from '../helpers/tier-stream-rig.js';
+import { askParent, fakeUpstream as fakeUpstreamOn, slowBlobProxy as slowProxy, type Mode } from '../helpers/tier-stream-rig.js';
 import { sha256, waitFor } from '../kit/index.js';
 import { PARENT_HOT_FILES } from '../../src/edge/tier-route.js';
 
@@ -38,6 +38,7 @@ afterAll(async () => {
 
 const token = () => o.origin.credentials.edgeTokens[0]!;
 const fakeUpstream = () => fakeUpstreamOn(servers);
+type Upstream = Awaited<ReturnType<typeof fakeUpstream>>;
 const slowBlobProxy = (target: string, perTick: number, pause?: { after: number; ms: number }) =>
   slowProxy(target, perTick, (close) => closers.push(close), pause);
 /** A child's raw request to `parent` with the edges' token (tier-stream-rig.ts `askParent`). */
@@ -50,6 +51,14 @@ async function parentWithChildren(upstream: string, originUrl = o.url, env: Reco
   const r = await fetch(`${e.edge.url}/_edge/blob/none?sha256=${'0'.repeat(64)}&seq=0`, { headers: { authorization: `Bearer ${token()}` } });
   expect(r.status).toBe(404);
   return e;
+}
+
+/** Puts `bytes` at the fake upstream (`first` of them at once, then as `mode` says), uploads them, and waits for the parent's fill from it. */
+async function uploadFilling(up: Upstream, bytes: Buffer, first: number, name: string, mode?: Mode, tail?: Buffer) {
+  up.add(bytes, first, mode, tail);
+  const rec = await uploadBytes(o, bytes, { name });
+  await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+  return rec;
 }
 
 const fileOf = (e: TestEdge, id: string) => e.edge.state.files.get(id);
@@ -87,9 +96,7 @@ describe('an upstream that fails mid-body', () => {
       closers.push(() => originTap.close());
       const parent = await parentWithChildren(up.url, originTap.url);
       const bytes = randomBytes(4_000_000);
-      up.add(bytes, 2_500_000, mode);
-      const rec = await uploadBytes(o, bytes, { name: `upstream-${mode}.bin` });
-      await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+      const rec = await uploadFilling(up, bytes, 2_500_000, `upstream-${mode}.bin`, mode);
       const children = Array.from({ length: 3 }, () => childAsks(parent, rec.file_id, sha256(bytes)));
       const ends = await Promise.all(children.map((c) => c.done));
       for (const [i, c] of children.entries()) {
@@ -109,9 +116,7 @@ describe('many children on one streaming fill', () => {
     const up = await fakeUpstream();
     const parent = await parentWithChildren(up.url);
     const bytes = randomBytes(8 * MiB);
-    up.add(bytes, 3 * MiB);
-    const rec = await uploadBytes(o, bytes, { name: 'many-children.bin' });
-    await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+    const rec = await uploadFilling(up, bytes, 3 * MiB, 'many-children.bin');
     const children = Array.from({ length: 20 }, () => childAsks(parent, rec.file_id, sha256(bytes)));
     await waitFor(() => children.every((c) => c.received() >= MiB), { timeoutMs: 20_000, what: 'the first piece at every child' });
     const aborting = children.slice(0, 5);
@@ -146,9 +151,7 @@ describe('the file changes or the parent loses its lease while children stream',
     const up = await fakeUpstream();
     const parent = await parentWithChildren(up.url);
     const bytes = randomBytes(4 * MiB);
-    up.add(bytes, 2 * MiB + 1000);
-    const rec = await uploadBytes(o, bytes, { name: 'deleted.bin' });
-    await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+    const rec = await uploadFilling(up, bytes, 2 * MiB + 1000, 'deleted.bin');
     const children = Array.from({ length: 4 }, () => childAsks(parent, rec.file_id, sha256(bytes)));
     await waitFor(() => children.every((c) => c.received() >= MiB), { timeoutMs: 20_000, what: 'the first piece at every child' });
     expect((await o.post('/collections/file/delete', { file_id: rec.file_id })).status).toBe(200);
@@ -171,9 +174,7 @@ describe('the file changes or the parent loses its lease while children stream',
     const up = await fakeUpstream();
     const parent = await parentWithChildren(up.url, proxy.url, { COFFER_EDGE_LEASE_MS: '1000' });
     const bytes = randomBytes(4 * MiB);
-    up.add(bytes, 2 * MiB + 1000);
-    const rec = await uploadBytes(o, bytes, { name: 'lease-lost.bin' });
-    await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+    const rec = await uploadFilling(up, bytes, 2 * MiB + 1000, 'lease-lost.bin');
     const child = childAsks(parent, rec.file_id, sha256(bytes));
     await waitFor(() => child.received() >= MiB, { timeoutMs: 20_000, what: 'the first piece at the child' });
     proxy.freeze();
@@ -193,9 +194,7 @@ describe('sizes at the edges of what a parent holds', () => {
       const up = await fakeUpstream();
       const parent = await parentWithChildren(up.url);
       const bytes = randomBytes(size);
-      up.add(bytes, Math.floor(size / 2));
-      const rec = await uploadBytes(o, bytes, { name: `size-${size}.bin` });
-      await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+      const rec = await uploadFilling(up, bytes, Math.floor(size / 2), `size-${size}.bin`);
       const child = childAsks(parent, rec.file_id, sha256(bytes));
       const head = childAsks(parent, rec.file_id, sha256(bytes), 'HEAD');
       // Never the last byte before the copy is checked.
@@ -257,9 +256,7 @@ describe('other races and lies', () => {
     const bytes = randomBytes(3 * MiB);
     const tail = Buffer.from(bytes.subarray(2 * MiB + 1000));
     tail[tail.length - 1]! ^= 0xff;
-    up.add(bytes, 2 * MiB + 1000, 'pause', tail);
-    const rec = await uploadBytes(o, bytes, { name: 'last-byte-wrong.bin' });
-    await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+    const rec = await uploadFilling(up, bytes, 2 * MiB + 1000, 'last-byte-wrong.bin', 'pause', tail);
     const child = childAsks(parent, rec.file_id, sha256(bytes));
     await waitFor(() => child.received() >= MiB, { timeoutMs: 20_000, what: 'the first piece at the child' });
     up.release();
@@ -389,9 +386,7 @@ describe('a child that stops reading', () => {
     const up = await fakeUpstream();
     const parent = await parentWithChildren(up.url, o.url, { COFFER_IDLE_TIMEOUT_MS: '1500' });
     const bytes = randomBytes(12 * MiB);
-    up.add(bytes, 2 * MiB + 1000);
-    const rec = await uploadBytes(o, bytes, { name: 'stopped-reading.bin' });
-    await waitFor(() => up.asked(bytes) === 1, { timeoutMs: 10_000, what: 'the parent filling from its upstream' });
+    const rec = await uploadFilling(up, bytes, 2 * MiB + 1000, 'stopped-reading.bin');
     const child = childAsks(parent, rec.file_id, sha256(bytes));
     await waitFor(() => child.received() >= MiB, { timeoutMs: 20_000, what: 'the first piece at the child' });
     child.stall();

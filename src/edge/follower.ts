@@ -39,8 +39,8 @@ export class FeedFollower {
   private lastData = 0;
   /** How acknowledgements travel: streamed, or one request each (ack-sender.ts). */
   private readonly acks: AckSender;
-  /** When the edge last applied a change (monotonic): fills and requests follow, so it renews every beat. */
-  private changedAt = -Infinity;
+  /** Until when (monotonic) the edge renews at every beat: a change or a late answer came before it. */
+  private busyUntil = -Infinity;
   /** The newest sequence the origin said every live edge has (its `settled` lines). */
   private settledSeq = 0;
   private afterSettles: Array<{ seq: number; run(): void }> = [];
@@ -250,7 +250,7 @@ export class FeedFollower {
     try {
       if (event === 'change') {
         this.opts.state.apply(JSON.parse(data) as FeedEvent);
-        this.changedAt = this.clock.monotonic();
+        this.busyFor(BUSY_LEASES);
         return true;
       }
       if (event === 'lease') {
@@ -280,16 +280,19 @@ export class FeedFollower {
   }
 
   /**
-   * A beat (a fifth of the lease) renews the lease every time for BUSY_LEASES leases after a
-   * change (its fills and first requests load the machine: 4/5 of the lease to spare); else
-   * only once less than RENEW_AT of it is left, or none is held, or something applied went
-   * unacknowledged, so an idle edge acknowledges every second beat, with 3/5 still to run.
-   * The lease is what the origin granted, counted from the sending, as before.
+   * A beat (a fifth of the lease) renews the lease once less than RENEW_AT of it is left, or
+   * none is held, or something applied went unacknowledged: every second beat, with 3/5 still
+   * to run. For BUSY_LEASES leases after a change (its fills and first requests load the
+   * machine) or after an answer that came late (something else does), it renews at every beat,
+   * with 4/5 to spare. The lease is what the origin granted, counted from the sending, as before.
    */
   private beat(): void {
     const now = this.clock.monotonic();
-    const busy = now - this.changedAt < this.opts.leaseMs * BUSY_LEASES;
-    if (busy || needsRenewal(now, this.leaseUntil, this.opts.leaseMs, this.acks.ackedSeq, this.opts.state.seq)) this.acks.send(true);
+    if (now < this.busyUntil || needsRenewal(now, this.leaseUntil, this.opts.leaseMs, this.acks.ackedSeq, this.opts.state.seq)) this.acks.send(true);
+  }
+
+  private busyFor(leases: number): void {
+    this.busyUntil = Math.max(this.busyUntil, this.clock.monotonic() + this.opts.leaseMs * leases);
   }
 
   /** Whether less than RENEW_AT of a lease is left: an acknowledgement then asks for a renewal. */
@@ -299,6 +302,7 @@ export class FeedFollower {
 
   /** The origin's answer to an acknowledgement sent at `sentAt` while feed stream `epoch` was open. */
   private answered(answer: LeaseAnswer, sentAt: number, epoch: number): void {
+    if (this.clock.monotonic() - sentAt > this.opts.leaseMs * LATE_ANSWER) this.busyFor(BUSY_LEASES);
     if (typeof answer.head === 'number' && answer.head > this.head) this.head = answer.head;
     // The origin bounds the lease by how long it has known of events this edge lacks.
     const granted = typeof answer.lease_ms === 'number' ? Math.min(answer.lease_ms, this.opts.leaseMs) : this.opts.leaseMs;
@@ -340,8 +344,15 @@ export const SETTLE_WAIT_MS = 1000;
 /** The longest between two ticks of an edge's timer: its state file and compiler check want a second, whatever the lease. */
 export const MAX_TICK_MS = 1000;
 
-/** For this many leases after a change an edge renews at every beat. */
+/** For this many leases after a change, or an answer that came late, an edge renews at every beat. */
 export const BUSY_LEASES = 4;
+
+/**
+ * An answer later than this share of the lease after its renewal was sent came late. Renewing
+ * every second beat leaves an answer 3/5 of the lease; at 200 edges on 2 cores, filling, the
+ * slowest took under a tenth (bench/README.md, "2026-11-28 08:00–09:00 UTC: renewals").
+ */
+export const LATE_ANSWER = 0.1;
 
 /** The share of a lease left at which a beat renews it (between 3/5 and 4/5: every second beat). */
 export const RENEW_AT = 0.65;

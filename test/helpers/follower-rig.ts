@@ -35,6 +35,10 @@ export interface FollowerRig {
   delayStreamed: boolean;
   /** Takes the streamed acknowledgements kept back, in order: their renewals are answered now. */
   releaseStreamed(): void;
+  /** While true, acknowledgements sent one request each are kept unanswered, to be answered late by `releaseRequests`. */
+  delayRequests: boolean;
+  /** Answers the acknowledgement requests kept back, in order. */
+  releaseRequests(): void;
   /** Appends an event to the log (not published). */
   append(event: NewEvent): Promise<number>;
   /** Moves the clock `ms` in steps, leaving the sockets real time between them. */
@@ -55,8 +59,11 @@ export function clockPasser(clock: ManualClock): (ms: number, step?: number, che
   };
 }
 
-/** Answers `POST /_edge/ack` as the origin's route does; while `silent()`, holds it unanswered in `held`. */
-export function answerAckRequest(req: http.IncomingMessage, res: http.ServerResponse, hub: EdgeHub, silent: () => boolean, held: http.ServerResponse[]): void {
+/**
+ * Answers `POST /_edge/ack` as the origin's route does; while `silent()`, holds it unanswered in
+ * `held`; while `delay()`, keeps the answer in `delayed`, to be given when it is called.
+ */
+export function answerAckRequest(req: http.IncomingMessage, res: http.ServerResponse, hub: EdgeHub, silent: () => boolean, held: http.ServerResponse[], delay = () => false, delayed: Array<() => void> = []): void {
   let body = '';
   req.on('data', (c: Buffer) => (body += c.toString()));
   req.on('end', () => {
@@ -65,7 +72,9 @@ export function answerAckRequest(req: http.IncomingMessage, res: http.ServerResp
       return;
     }
     const { edge, seq } = JSON.parse(body) as { edge: string; seq: number };
-    void hub.ack(edge, seq).then((answer) => res.end(JSON.stringify(answer)));
+    const answer = () => void hub.ack(edge, seq).then((a) => res.end(JSON.stringify(a)));
+    if (delay()) delayed.push(answer);
+    else answer();
   });
 }
 
@@ -84,8 +93,9 @@ export async function followerRig(leaseMs = 1000, { streamAcks = true as StreamA
   const hub = new EdgeHub(store, { leaseMs, originId: 'origin' }, clock);
   await hub.start();
   const held: http.ServerResponse[] = [];
-  const rig = { acks: 0, ackRequests: 0, ackStreams: 0, silent: false, delayStreamed: false };
+  const rig = { acks: 0, ackRequests: 0, ackStreams: 0, silent: false, delayStreamed: false, delayRequests: false };
   const delayed: Array<() => void> = [];
+  const delayedRequests: Array<() => void> = [];
   const ackStreams = new Set<http.IncomingMessage>();
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
@@ -117,7 +127,7 @@ export async function followerRig(leaseMs = 1000, { streamAcks = true as StreamA
     } else if (url.pathname === '/_edge/ack') {
       rig.acks++;
       rig.ackRequests++;
-      answerAckRequest(req, res, hub, () => rig.silent, held);
+      answerAckRequest(req, res, hub, () => rig.silent, held, () => rig.delayRequests, delayedRequests);
     } else {
       res.statusCode = 404;
       res.end();
@@ -141,6 +151,9 @@ export async function followerRig(leaseMs = 1000, { streamAcks = true as StreamA
     clock, store, hub, follower, pass, until,
     releaseStreamed: () => {
       for (const take of delayed.splice(0)) take();
+    },
+    releaseRequests: () => {
+      for (const answer of delayedRequests.splice(0)) answer();
     },
     dropAckStreams: () => {
       for (const req of ackStreams) req.socket.destroy();

@@ -1,11 +1,12 @@
 /**
- * An idle edge renews its lease every second beat, not every beat, and the lease rules hold as
- * before: the edge serves only while acknowledgements are answered, and stops within a lease of
- * the last one it sent that was answered. A real EdgeHub behind a small HTTP front, one
- * FeedFollower, one clock moved by hand (test/helpers/follower-rig.ts).
+ * An idle edge renews its lease every second beat, not every beat, and at every beat only for a
+ * while after a change or an answer that came late; the lease rules hold as before: the edge
+ * serves only while acknowledgements are answered, and stops within a lease of the last one it
+ * sent that was answered. A real EdgeHub behind a small HTTP front, one FeedFollower, one clock
+ * moved by hand (test/helpers/follower-rig.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUSY_LEASES, RENEW_AT, needsRenewal } from '../../src/edge/follower.js';
+import { BUSY_LEASES, LATE_ANSWER, RENEW_AT, needsRenewal } from '../../src/edge/follower.js';
 import { followerRig, type FollowerRig } from '../helpers/follower-rig.js';
 
 const LEASE = 1000;
@@ -67,6 +68,37 @@ describe.each([
     expect(idle, `${idle} acknowledgements once idle again`).toBeLessThanOrEqual((BUSY_LEASES * LEASE) / (2 * BEAT) + 2);
     expect(rig.follower.serving()).toBe(true);
     if (streamAcks) expect(rig.ackRequests).toBe(0);
+  });
+
+  it('renews at every beat for BUSY_LEASES leases after an answer came late, then every second beat again', async () => {
+    let lapses = 0;
+    const count = () => {
+      if (!rig.follower.serving()) lapses++;
+    };
+    const hold = (on: boolean) => {
+      if (streamAcks) rig.delayStreamed = on;
+      else rig.delayRequests = on;
+    };
+    hold(true);
+    const before = rig.acks;
+    await rig.until(() => rig.acks > before);
+    // Answered later than LATE_ANSWER of a lease after it was sent, well within what is left.
+    await pass(LEASE * LATE_ANSWER + 2 * 5, 5, count);
+    hold(false);
+    rig.releaseStreamed();
+    rig.releaseRequests();
+    await pass(BEAT, 5, count);
+    const busyFrom = rig.acks;
+    await pass(BUSY_LEASES * LEASE - 2 * BEAT, 5, count);
+    const busy = rig.acks - busyFrom;
+    await pass(2 * BEAT, 5, count);
+    const idleFrom = rig.acks;
+    await pass(BUSY_LEASES * LEASE, 5, count);
+    const idle = rig.acks - idleFrom;
+    expect(busy, `${busy} acknowledgements after the late answer`).toBeGreaterThanOrEqual((BUSY_LEASES * LEASE) / BEAT - 4);
+    expect(idle, `${idle} acknowledgements once answers came in time again`).toBeLessThanOrEqual((BUSY_LEASES * LEASE) / (2 * BEAT) + 2);
+    expect(lapses, 'the lease never ran out').toBe(0);
+    if (streamAcks) expect(rig.ackRequests, 'a late answer within half a lease keeps the stream').toBe(0);
   });
 
   it('stops serving within a lease of the last acknowledgement answered when the origin goes silent', async () => {

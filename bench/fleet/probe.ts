@@ -33,6 +33,7 @@ const bump = (m: Record<string, number>, key: string): void => {
 export async function waitAllHit(edges: Edge[], pathQuery: string, t0: number, opts: Options, signal: AbortSignal): Promise<HitWait> {
   const result: HitWait = { hitMs: edges.map(() => null), otherStatuses: {}, firstAnswer: {}, unavailable: [] };
   const deadline = t0 + opts.phaseTimeoutMs;
+  const parentUrls = new Set(edges.flatMap((e) => e.parents));
   await Promise.all(
     edges.map(async (edge, i) => {
       let first = true;
@@ -59,7 +60,7 @@ export async function waitAllHit(edges: Edge[], pathQuery: string, t0: number, o
             // A HEAD carries no body: a GET right after says which refusal it was, if it still holds.
             const again = await edgeGet(edge, pathQuery).catch((err: unknown) => ({ status: 0, body: Buffer.from(errorMessage(err)) }));
             const why = again.status === 503 ? again.body.toString("utf8").slice(0, 160) : `then ${again.status}`;
-            result.unavailable.push({ edge: edge.index + 1, parent: edge.parents.length === 0, ms: Math.round(now - t0), why });
+            result.unavailable.push({ edge: edge.index + 1, parent: parentUrls.has(edge.url), ms: Math.round(now - t0), why });
           }
         }
         await sleep(opts.pollMs, signal).catch(() => {});

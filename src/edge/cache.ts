@@ -243,6 +243,11 @@ export class EdgeCache {
       }
       const path = join(this.blobDir, `${file.file_id}.${file.sha256}`);
       await rename(got.tmp, path);
+      // Deleted or replaced while it was renamed: a drop then found nothing to drop.
+      if (!stillWanted()) {
+        await rm(path, { force: true });
+        return null;
+      }
       this.insertDisk(file.file_id, { path, sha256: file.sha256, size: file.size });
       if (got.memory) this.insertMemory(file.file_id, file.sha256, got.memory);
       return { path, size: file.size, ...(got.memory ? { memory: got.memory } : {}) };

@@ -1,6 +1,6 @@
 /** An edge's cache keeps only whole copies across a restart. */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
@@ -78,6 +78,34 @@ test('fetches under way are limited in number and count against the cache bound'
     expect((await b)?.size).toBe(30 * MiB);
     expect(cache.usedBytes).toBeLessThanOrEqual(40 * MiB);
     expect(cache.lookup(file('a', 30 * MiB))).toBeNull();
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a copy whose file is deleted while it is renamed into place is not kept', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'coffer-edge-cache-'));
+  try {
+    const bytes = Buffer.alloc(64 * 1024, 3);
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const file = { file_id: 'gone', sha256, size: bytes.length } as EdgeFile;
+    const cache = new EdgeCache(dir, 64 * 1024 * 1024, 8 * 1024 * 1024, async (_id, onChunk) => {
+      await onChunk(bytes);
+      return 'ok';
+    });
+    await cache.open();
+    // Wanted when the copy is whole; the delete is applied (and its drop finds nothing) while the
+    // rename is under way, so every later asking says no.
+    let asked = 0;
+    const stillWanted = () => {
+      if (asked++ > 0) return false;
+      cache.drop(file.file_id);
+      return true;
+    };
+    expect(await cache.ensure(file, stillWanted)).toBeNull();
+    expect(asked, 'asked again once the copy was in place').toBeGreaterThan(1);
+    expect(cache.lookup(file)).toBeNull();
+    expect((await readdir(join(dir, 'blobs'))).filter((name) => name.startsWith('gone.'))).toEqual([]);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -250,7 +250,7 @@ export class FeedFollower {
     try {
       if (event === 'change') {
         this.opts.state.apply(JSON.parse(data) as FeedEvent);
-        this.busyFor(BUSY_LEASES);
+        this.stayBusy();
         return true;
       }
       if (event === 'lease') {
@@ -291,8 +291,9 @@ export class FeedFollower {
     if (now < this.busyUntil || needsRenewal(now, this.leaseUntil, this.opts.leaseMs, this.acks.ackedSeq, this.opts.state.seq)) this.acks.send(true);
   }
 
-  private busyFor(leases: number): void {
-    this.busyUntil = Math.max(this.busyUntil, this.clock.monotonic() + this.opts.leaseMs * leases);
+  /** Renews at every beat for BUSY_LEASES leases from now. */
+  private stayBusy(): void {
+    this.busyUntil = Math.max(this.busyUntil, this.clock.monotonic() + this.opts.leaseMs * BUSY_LEASES);
   }
 
   /** Whether less than RENEW_AT of a lease is left: an acknowledgement then asks for a renewal. */
@@ -302,7 +303,7 @@ export class FeedFollower {
 
   /** The origin's answer to an acknowledgement sent at `sentAt` while feed stream `epoch` was open. */
   private answered(answer: LeaseAnswer, sentAt: number, epoch: number): void {
-    if (this.clock.monotonic() - sentAt > this.opts.leaseMs * LATE_ANSWER) this.busyFor(BUSY_LEASES);
+    if (this.clock.monotonic() - sentAt > this.opts.leaseMs * LATE_ANSWER) this.stayBusy();
     if (typeof answer.head === 'number' && answer.head > this.head) this.head = answer.head;
     // The origin bounds the lease by how long it has known of events this edge lacks.
     const granted = typeof answer.lease_ms === 'number' ? Math.min(answer.lease_ms, this.opts.leaseMs) : this.opts.leaseMs;

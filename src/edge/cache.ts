@@ -322,6 +322,24 @@ export class EdgeCache {
     }
   }
 
+  /**
+   * A kept copy that could not be read whole (send.ts: gone or cut short behind the edge's
+   * back) is forgotten, so the next request fills it anew. Found by its path: a copy of
+   * another version has another path, and is left alone.
+   */
+  readonly dropBroken = (path: string): void => {
+    for (const [key, e] of this.disk) {
+      if (e.path !== path) continue;
+      this.brokenCopies++;
+      this.dropKey(key);
+      if (e.fileId !== undefined) this.forgetVariant(e.fileId, key);
+      return;
+    }
+  };
+
+  /** Kept copies found gone or short on disk and forgotten, since start (metrics). */
+  brokenCopies = 0;
+
   private dropKey(key: string): void {
     this.dropMemory(key);
     const e = this.disk.get(key);

@@ -145,6 +145,10 @@ async function scrapeRegistry(deps: EdgeMetricsDeps, counts: Counts) {
     name: 'coffer_edge_cache_evictions_total', help: 'Copies evicted to make room.', registers: [m.registry],
     collect() { this.reset(); this.inc(deps.cache.evictions); },
   });
+  new Counter({
+    name: 'coffer_edge_cache_broken_copies_total', help: 'Kept copies found gone or short on disk, forgotten to be filled anew.', registers: [m.registry],
+    collect() { this.reset(); this.inc(deps.cache.brokenCopies); },
+  });
   // Tiers (sources.ts, tier-route.ts): where this edge's fills came from, and those it served to child edges.
   new Counter({ name: 'coffer_edge_fills_total', help: 'Fills kept, by where their bytes came from (a parent edge or the origin).', labelNames: ['source'], registers: [m.registry], collect() {
     this.reset(); this.inc({ source: 'parent' }, deps.cache.counts.parent); this.inc({ source: 'origin' }, deps.cache.counts.origin);

@@ -28,9 +28,23 @@ function written(res: http.ServerResponse, chunk: Buffer): Promise<void> {
 
 /**
  * Sends bytes `start..end` of a cached file through two reused buffers: one is read while
- * the other is written.
+ * the other is written. It never rejects: a failure ends the response. A copy that is gone
+ * or shorter than its record (removed or cut behind the edge's back) is reported to
+ * `onBroken`, so the cache forgets it and the next request fills it anew instead of failing
+ * the same way until the copy is evicted.
  */
-export async function streamFile(path: string, start: number, end: number, res: http.ServerResponse, allow: Gate): Promise<void> {
+export async function streamFile(path: string, start: number, end: number, res: http.ServerResponse, allow: Gate, onBroken: (path: string) => void): Promise<void> {
+  try {
+    await sendRange(path, start, end, res, allow);
+  } catch (err) {
+    if (err instanceof BrokenCopy || (err as NodeJS.ErrnoException).code === 'ENOENT') onBroken(path);
+    res.destroy();
+  }
+}
+
+class BrokenCopy extends Error {}
+
+async function sendRange(path: string, start: number, end: number, res: http.ServerResponse, allow: Gate): Promise<void> {
   // A client that goes away mid-file fails the write; that is the end of it, not a crash.
   res.on('error', () => {});
   const handle = await open(path, 'r');
@@ -42,7 +56,7 @@ export async function streamFile(path: string, start: number, end: number, res: 
       const buf = buffers[which]!;
       which ^= 1;
       const { bytesRead } = await handle.read(buf, 0, Math.min(buf.length, end + 1 - pos), pos);
-      if (bytesRead === 0) throw new Error('cached file shorter than its record');
+      if (bytesRead === 0) throw new BrokenCopy('cached file shorter than its record');
       pos += bytesRead;
       if (writing) await writing;
       if (res.destroyed) return;

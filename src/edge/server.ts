@@ -201,7 +201,7 @@ export async function startEdge(config: Config, originUrl: string, opts: StartEd
       res.end(range ? bytes.memory.subarray(start, end + 1) : bytes.memory);
       return;
     }
-    streamFile(bytes.path!, start, end, res, responses.track(entry)).catch(() => res.destroy());
+    void streamFile(bytes.path!, start, end, res, responses.track(entry), cache.dropBroken);
   }
 
   interface Miss {

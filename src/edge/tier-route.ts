@@ -128,6 +128,8 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
     }
     held = get && !bytes.memory ? heldCopy(d.hot, file, bytes.path!) : null;
     if (held && !(await hasBytes(held))) {
+      // Gone behind this edge's back: forgotten, so the next request fills it anew.
+      d.cache.dropBroken(bytes.path!);
       sendError(res, 'bad_gateway', 'This edge could not read its copy of the file; try the next source.');
       return;
     }
@@ -151,7 +153,7 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
     const bytes = from as CachedBytes;
     if (head || file.size === 0) res.end();
     else if (bytes.memory) res.end(bytes.memory);
-    else await streamFile(bytes.path!, 0, file.size - 1, res, current).catch(() => res.destroy());
+    else await streamFile(bytes.path!, 0, file.size - 1, res, current, d.cache.dropBroken);
   }
 
   return async (req, res, path, query) => {

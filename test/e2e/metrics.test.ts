@@ -76,7 +76,7 @@ describe('metrics', () => {
     const bytes = Buffer.alloc(5000, 7);
     const f = await uploadBytes(o, bytes, { name: 'e.bin' });
     const before = await scrape(edge.url);
-    for (const name of ['coffer_edge_cache_requests_total', 'coffer_edge_cache_bytes', 'coffer_edge_cache_evictions_total', 'coffer_edge_fills_total', 'coffer_edge_fill_failovers_total', 'coffer_edge_fills_served_to_children_total', 'coffer_edge_feed_lag_events', 'coffer_http_sent_bytes_total']) {
+    for (const name of ['coffer_edge_cache_requests_total', 'coffer_edge_cache_bytes', 'coffer_edge_cache_evictions_total', 'coffer_edge_cache_broken_copies_total', 'coffer_edge_fills_total', 'coffer_edge_fill_failovers_total', 'coffer_edge_fills_served_to_children_total', 'coffer_edge_feed_lag_events', 'coffer_http_sent_bytes_total']) {
       expect(before.has(name), name).toBe(true);
     }
     for (let i = 0; i < 3; i++) {

@@ -157,7 +157,7 @@ export function variantResponder(d: VariantDeps) {
       res.end(range ? v.memory.subarray(start, end + 1) : v.memory);
       return;
     }
-    streamFile(v.path!, start, end, res, d.track(entry)).catch(() => res.destroy());
+    void streamFile(v.path!, start, end, res, d.track(entry), d.cache.dropBroken);
   }
 
   /** Answers a variant already kept here at once, without a wait; false when it is not. */

@@ -103,26 +103,59 @@ export interface ClusterHandle {
   dir: string;
   /** Resolves once the server accepts connections (rejects with why it did not). */
   ready: Promise<void>;
+  /** Ends the server as a crash does (SIGQUIT: no checkpoint, WAL not yet written is lost). */
+  crash(): Promise<void>;
+  /** Starts the server again on the same data, after a crash: it recovers from its WAL. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
+}
+
+export interface ClusterOptions {
+  /** More `name=value` server settings (`wal_writer_delay=10s`, …). */
+  settings?: string[];
 }
 
 /**
  * Starts a cluster. The URL is known at once; `ready` resolves once it accepts connections, and
  * the outcome is also written to the dir, so other processes given the URL and dir can wait too.
  */
-export async function launchCluster(): Promise<ClusterHandle> {
+export async function launchCluster(opts: ClusterOptions = {}): Promise<ClusterHandle> {
   const bin = findPostgresBin();
   const user = serverUser();
   const dir = await mkdtemp(join(user ? reachableTmp() : tmpdir(), 'coffer-pg-'));
   if (user) await chown(dir, user.uid, user.gid);
   const port = await freePort();
   const adminUrl = `postgres://${USER}@127.0.0.1:${port}/postgres`;
+  const data = join(dir, 'data');
   let child: ChildProcess | null = null;
-  let log = '';
   let stopped = false;
 
+  /** Starts the server on the data dir and waits until it accepts connections. */
+  const serve = async (): Promise<void> => {
+    let log = '';
+    const settings = [
+      'listen_addresses=127.0.0.1', 'fsync=off', 'full_page_writes=off', 'max_connections=400', 'shared_buffers=64MB',
+      'log_min_messages=warning', 'log_min_error_statement=panic', ...(opts.settings ?? []),
+    ];
+    const server = spawn(join(bin, 'postgres'), ['-D', data, '-p', String(port), '-k', dir, ...settings.flatMap((x) => ['-c', x])],
+      { ...(user ?? {}), env: { ...process.env, LC_ALL: 'C.UTF-8' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    child = server;
+    // Should this process end without stopping it, the server ends too (its dir stays in tmp).
+    const orphan = () => server.kill('SIGQUIT');
+    process.once('exit', orphan);
+    server.once('exit', () => process.off('exit', orphan));
+    server.stderr!.on('data', (d) => {
+      log = (log + d).slice(-20_000);
+    });
+    const exited = new Promise<never>((_, reject) => {
+      server.once('exit', (code) => reject(new Error(`postgres exited with ${code} while starting:\n${log}`)));
+      server.once('error', reject);
+    });
+    exited.catch(() => {});
+    await Promise.race([waitForServer(adminUrl, 30_000), exited]);
+  };
+
   const ready = (async () => {
-    const data = join(dir, 'data');
     // ICU en-US as the default collation, as many production clusters have a linguistic one:
     // anything that relies on byte order must say so (collate "C").
     const icu = ['--locale-provider=icu', '--icu-locale=en-US'];
@@ -134,45 +167,34 @@ export async function launchCluster(): Promise<ClusterHandle> {
       await run(join(bin, 'initdb'), base, user);
     }
     if (stopped) throw new Error('stopped before it started');
-    child = spawn(join(bin, 'postgres'), [
-      '-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1',
-      '-c', 'fsync=off', '-c', 'full_page_writes=off', '-c', 'max_connections=400', '-c', 'shared_buffers=64MB',
-      '-c', 'log_min_messages=warning', '-c', 'log_min_error_statement=panic',
-    ], { ...(user ?? {}), env: { ...process.env, LC_ALL: 'C.UTF-8' }, stdio: ['ignore', 'ignore', 'pipe'] });
-    // Should this process end without stopping it, the server ends too (its dir stays in tmp).
-    const orphan = () => child?.kill('SIGQUIT');
-    process.once('exit', orphan);
-    child.once('exit', () => process.off('exit', orphan));
-    child.stderr!.on('data', (d) => {
-      log = (log + d).slice(-20_000);
-    });
-    const exited = new Promise<never>((_, reject) => {
-      child!.once('exit', (code) => reject(new Error(`postgres exited with ${code} while starting:\n${log}`)));
-      child!.once('error', reject);
-    });
-    exited.catch(() => {});
-    await Promise.race([waitForServer(adminUrl, 30_000), exited]);
+    await serve();
   })();
   ready.then(
     () => writeFile(join(dir, STATUS_FILE), JSON.stringify({ ok: true })),
     (err: Error) => writeFile(join(dir, STATUS_FILE), JSON.stringify({ ok: false, error: err.message })),
   ).catch(() => {});
 
+  /** Ends the running server with `signal`, after `graceMs` with SIGQUIT. */
+  const end = async (signal: NodeJS.Signals, graceMs: number): Promise<void> => {
+    const c = child as ChildProcess | null;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    const gone = new Promise((r) => c.once('exit', r));
+    c.kill(signal);
+    const timer = setTimeout(() => c.kill('SIGQUIT'), graceMs);
+    await gone;
+    clearTimeout(timer);
+  };
+
   return {
     adminUrl,
     dir,
     ready,
+    crash: () => end('SIGQUIT', 0),
+    restart: serve,
     async stop() {
       stopped = true;
       await ready.catch(() => {});
-      const c = child as ChildProcess | null;
-      if (c && c.exitCode === null && c.signalCode === null) {
-        const gone = new Promise((r) => c.once('exit', r));
-        c.kill('SIGINT'); // fast shutdown
-        const timer = setTimeout(() => c.kill('SIGQUIT'), 10_000);
-        await gone;
-        clearTimeout(timer);
-      }
+      await end('SIGINT', 10_000); // fast shutdown
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -387,8 +387,11 @@ export class KyselyMetadataStore implements MetadataStore {
   async recordEdgeAcks(acks: EdgeAck[]): Promise<EdgeLease[]> {
     const rows = mergeAcks(acks);
     if (rows.length === 0) return [];
-    // Losing the last of these to a power cut is harmless: every origin's edges drop their leases with it.
-    return this.transaction((tx) => (tx as KyselyTx).upsertEdgeAcks(rows), { durable: false });
+    // An origin answers a lease from the row as written, and other origins decide by the row:
+    // on a database shared by origins, a crash of the database alone must not lose it, or another
+    // origin could answer a change while that edge still serves from its cache. One origin's own
+    // file loses the last of these only with the machine, and its edges' leases with it.
+    return this.transaction((tx) => (tx as KyselyTx).upsertEdgeAcks(rows), { durable: this.sharedByOrigins });
   }
 
   edgeLeases(): Promise<EdgeLease[]> {

@@ -61,6 +61,10 @@ function newPool(url: string, max: number, statementTimeoutMs: number): pg.Pool 
   // An idle connection that breaks (a server restart) is dropped by the pool; without a
   // listener the event would end the process.
   pool.on('error', () => {});
+  // One that breaks while a query holds it (a reset, a failover) fails that query, and the pool
+  // drops it when it comes back; pg also emits the error on the client, which would end the
+  // process too, as the pool listens only to its idle clients.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 

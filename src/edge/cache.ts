@@ -118,9 +118,10 @@ export class EdgeCache {
     await rm(this.variantDir, { recursive: true, force: true });
     await mkdir(this.variantDir, { recursive: true });
     for (const name of await readdir(this.blobDir)) {
-      const m = /^([A-Za-z0-9_-]+)\.([0-9a-f]{64})$/.exec(name);
+      // `<id>.<sha256>.<nonce>`, or without the nonce as earlier versions named copies.
+      const m = /^([A-Za-z0-9_-]+)\.([0-9a-f]{64})(?:\.[0-9a-f]{12})?$/.exec(name);
       const path = join(this.blobDir, name);
-      if (!m) {
+      if (!m || this.disk.has(m[1]!)) {
         await rm(path, { force: true });
         continue;
       }
@@ -241,7 +242,9 @@ export class EdgeCache {
         await rm(got.tmp, { force: true });
         return null;
       }
-      const path = join(this.blobDir, `${file.file_id}.${file.sha256}`);
+      // A name of its own each time, as variants have: an older copy's unlink still queued, or a
+      // reader of an older copy that finds it broken (dropBroken), never hits this one.
+      const path = join(this.blobDir, `${file.file_id}.${file.sha256}.${randomBytes(6).toString('hex')}`);
       await rename(got.tmp, path);
       // Deleted or replaced while it was renamed: a drop then found nothing to drop.
       if (!stillWanted()) {
@@ -270,7 +273,7 @@ export class EdgeCache {
     if (old) {
       this.disk.delete(id);
       this.diskBytes -= old.size;
-      if (old.path !== entry.path) void unlink(old.path).catch(() => {});
+      void unlink(old.path).catch(() => {});
     }
     this.disk.set(id, entry);
     this.diskBytes += entry.size;
@@ -324,8 +327,8 @@ export class EdgeCache {
 
   /**
    * A kept copy that could not be read whole (send.ts: gone or cut short behind the edge's
-   * back) is forgotten, so the next request fills it anew. Found by its path: a copy of
-   * another version has another path, and is left alone.
+   * back) is forgotten, so the next request fills it anew. Found by its path, which is that
+   * copy's own: a copy kept since, of any version, is left alone.
    */
   readonly dropBroken = (path: string): void => {
     for (const [key, e] of this.disk) {

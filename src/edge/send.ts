@@ -37,12 +37,18 @@ export async function streamFile(path: string, start: number, end: number, res: 
   try {
     await sendRange(path, start, end, res, allow);
   } catch (err) {
-    if (err instanceof BrokenCopy || (err as NodeJS.ErrnoException).code === 'ENOENT') onBroken(path);
+    if (isBrokenCopy(err)) onBroken(path);
     res.destroy();
   }
 }
 
 class BrokenCopy extends Error {}
+
+/** Whether a read of a kept copy failed because the copy is gone, cut short, or not a file. */
+export function isBrokenCopy(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return err instanceof BrokenCopy || code === 'ENOENT' || code === 'EISDIR';
+}
 
 async function sendRange(path: string, start: number, end: number, res: http.ServerResponse, allow: Gate): Promise<void> {
   // A client that goes away mid-file fails the write; that is the end of it, not a crash.

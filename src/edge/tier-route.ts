@@ -16,7 +16,7 @@ import { SANDBOX_CSP } from '../core/user-bytes.js';
 import type { CachedBytes, EdgeCache } from './cache.js';
 import type { EdgeFile, EdgeState } from './state.js';
 import { sendError } from './answer-headers.js';
-import { streamFile } from './send.js';
+import { isBrokenCopy, streamFile } from './send.js';
 import { VIA_HEADER } from './sources.js';
 
 /** A child waits this long at most for this edge to apply the sequence it asked at. */
@@ -126,10 +126,8 @@ export function tierRoute(d: TierRouteDeps): (req: http.IncomingMessage, res: ht
       unavailable(res, 'no_room', 'This edge cannot keep this file now.');
       return;
     }
-    held = get && !bytes.memory ? heldCopy(d.hot, file, bytes.path!) : null;
+    held = get && !bytes.memory ? heldCopy(d.hot, file, bytes.path!, d.cache.dropBroken) : null;
     if (held && !(await hasBytes(held))) {
-      // Gone behind this edge's back: forgotten, so the next request fills it anew.
-      d.cache.dropBroken(bytes.path!);
       sendError(res, 'bad_gateway', 'This edge could not read its copy of the file; try the next source.');
       return;
     }
@@ -226,7 +224,15 @@ async function hasBytes(held: HeldBytes): Promise<boolean> {
   return ok;
 }
 
-/** The cached file `path` held in memory for every child asking for it meanwhile, or null when it cannot be. */
-function heldCopy(hot: HotBytes | undefined, file: EdgeFile, path: string): HeldBytes | null {
-  return hot?.take(hotKey(file.file_id, file.sha256), file.size, async () => createReadStream(path, { highWaterMark: 1 << 20 })) ?? null;
+/**
+ * The cached file `path` held in memory for every child asking for it meanwhile, or null when it
+ * cannot be. A copy found gone or cut short as it is read is reported to `onBroken` (send.ts).
+ */
+function heldCopy(hot: HotBytes | undefined, file: EdgeFile, path: string, onBroken: (path: string) => void): HeldBytes | null {
+  return hot?.take(hotKey(file.file_id, file.sha256), file.size, async () => {
+    const stream = createReadStream(path, { highWaterMark: 1 << 20 });
+    stream.once('error', (err) => isBrokenCopy(err) && onBroken(path));
+    stream.once('end', () => stream.bytesRead < file.size && onBroken(path));
+    return stream;
+  }) ?? null;
 }

@@ -110,3 +110,28 @@ test('a copy whose file is deleted while it is renamed into place is not kept', 
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('a reader of a copy found broken forgets that copy only, never one kept since', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'coffer-edge-cache-'));
+  try {
+    const bytes = Buffer.alloc(2 * 1024 * 1024, 5);
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const file = { file_id: 'again', sha256, size: bytes.length } as EdgeFile;
+    const cache = new EdgeCache(dir, 64 * 1024 * 1024, 1024 * 1024, async (_id, onChunk) => {
+      await onChunk(bytes);
+      return 'ok';
+    });
+    await cache.open();
+    const first = (await cache.ensure(file, () => true))!.path!;
+    cache.dropBroken(first);
+    // The same version filled again: a slow reader of the first copy then finds it broken too.
+    const second = (await cache.ensure(file, () => true))!.path!;
+    expect(second).not.toBe(first);
+    cache.dropBroken(first);
+    expect(cache.brokenCopies).toBe(1);
+    expect(cache.lookup(file)?.path).toBe(second);
+    expect(await readdir(join(dir, 'blobs'))).toEqual([second.slice(join(dir, 'blobs').length + 1)]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -3,7 +3,7 @@
  * transforms wait their turn behind a limit, and what is made is kept by the edge's cache.
  */
 import { createHash } from 'node:crypto';
-import { access } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { Coalescer } from '../../core/coalesce.js';
 import { type CofferError, errors } from '../../core/errors.js';
 import type { ErrorCode } from '../../core/error-codes.js';
@@ -111,8 +111,10 @@ export class VariantMaker {
       bytes = await this.helper.transform(source, params, out, this.options.maxPixels);
     } catch (err) {
       this.failed++;
-      // The source evicted while this waited for its turn is no fault of the image.
-      if (!source.memory && source.path && !(await access(source.path).then(() => true, () => false))) {
+      // The source evicted while this waited for its turn, or its copy gone or cut short behind the
+      // edge's back (forgotten then, so the next request fills it anew), is no fault of the image.
+      if (!source.memory && source.path && !(await stat(source.path).then((s) => s.isFile() && s.size >= source.size, () => false))) {
+        this.cache.dropBroken(source.path);
         throw new VariantError('edge_unavailable', 'The image left this edge while its variant waited; try again.');
       }
       throw err;

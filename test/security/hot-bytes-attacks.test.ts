@@ -247,11 +247,16 @@ describe('a parent\'s copy for its children', () => {
     const cut = await ask();
     expect(cut.status).not.toBe(200);
     expect(parent.edge.childCopies.bytes).toBe(0);
-    await rm(path);
-    const gone = await ask();
+    // The short copy is forgotten (docs/edge.md, The cache): the next child gets the file whole.
+    expect(parent.edge.cache.brokenCopies).toBe(1);
+    const again = await ask();
+    expect([again.status, sha256(again.body)]).toEqual([200, f.sha]);
+    const other = await parentWith(2 * MiB);
+    await rm(other.path);
+    const gone = await other.ask();
     expect(gone.status).not.toBe(200);
-    expect(gone.body.includes(f.bytes.subarray(0, 64))).toBe(false);
-    expect(parent.edge.childCopies.bytes).toBe(0);
+    expect(gone.body.includes(other.f.bytes.subarray(0, 64))).toBe(false);
+    expect(other.parent.edge.childCopies.bytes).toBe(0);
   }, 60_000);
 
   it('children stalled on its held copy keep it counted; the copy is dropped once they go', async () => {
